@@ -1,0 +1,88 @@
+"""The PaiError family: every error a client can see, with OpenPAI's codes and an HTTP status."""
+
+from __future__ import annotations
+
+
+class PaiError(Exception):
+    """Base of every error that reaches a client as ``{code, message}``."""
+
+    code: str = "UnknownError"
+    status: int = 500
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+    def to_body(self) -> dict[str, str]:
+        return {"code": self.code, "message": self.message}
+
+
+class InvalidProtocolError(PaiError):
+    """A job spec that does not follow the job protocol; ``field`` is the JSON path."""
+
+    code = "InvalidProtocolError"
+    status = 400
+
+
+class InvalidParametersError(PaiError):
+    code = "InvalidParametersError"
+    status = 400
+
+
+class UnauthorizedUserError(PaiError):
+    code = "UnauthorizedUserError"
+    status = 401
+
+
+class ForbiddenUserError(PaiError):
+    code = "ForbiddenUserError"
+    status = 403
+
+
+class NoJobError(PaiError):
+    code = "NoJobError"
+    status = 404
+
+
+class NoUserError(PaiError):
+    code = "NoUserError"
+    status = 404
+
+
+class NoVirtualClusterError(PaiError):
+    code = "NoVirtualClusterError"
+    status = 404
+
+
+class NoNodeError(PaiError):
+    code = "NoNodeError"
+    status = 404
+
+
+class NoTaskError(PaiError):
+    code = "NoTaskError"
+    status = 404
+
+
+class ConflictJobError(PaiError):
+    code = "ConflictJobError"
+    status = 409
+
+
+class ConflictUserError(PaiError):
+    code = "ConflictUserError"
+    status = 409
+
+
+class InvalidTransitionError(PaiError):
+    """A state change the transition table does not allow: a bug or a race, never user input."""
+
+    code = "InvalidTransitionError"
+    status = 409
+
+    def __init__(self, kind: str, current: str, new: str) -> None:
+        super().__init__(f"{kind} cannot go from {current} to {new}")
+        self.kind = kind
+        self.current = current
+        self.new = new

@@ -1,0 +1,79 @@
+"""Jobs and their tasks: immutable values; changes make new values through ``with_*`` methods."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pai.domain.jobspec import JobSpec
+from pai.domain.states import JobState, TaskState
+
+
+def job_key(user: str, name: str) -> str:
+    """OpenPAI's job identifier ``<user>~<job>``."""
+    return f"{user}~{name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    role: str
+    index: int
+    state: TaskState = TaskState.WAITING
+    node: str | None = None
+    address: str | None = None
+    ports: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    gpus: tuple[int, ...] = ()
+    attempt_id: str | None = None
+    exit_code: int | None = None
+    exit_reason: str | None = None
+    retries: int = 0
+    started_at: float | None = None
+    finished_at: float | None = None
+
+    def with_state(self, new: TaskState, **changes: Any) -> Task:
+        return replace(self, state=self.state.to(new), **changes)
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    id: str
+    user: str
+    spec: JobSpec
+    state: JobState = JobState.WAITING
+    submitted_at: float = 0.0
+    started_at: float | None = None
+    completed_at: float | None = None
+    retries: int = 0
+    exit_code: int | None = None
+    exit_reason: str | None = None
+    waiting_reason: dict[str, Any] | None = None
+    tasks: tuple[Task, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def key(self) -> str:
+        return job_key(self.user, self.spec.name)
+
+    @property
+    def vc(self) -> str:
+        return self.spec.virtual_cluster
+
+    def with_state(self, new: JobState, **changes: Any) -> Job:
+        return replace(self, state=self.state.to(new), **changes)
+
+    def task(self, role: str, index: int) -> Task:
+        for t in self.tasks:
+            if t.role == role and t.index == index:
+                return t
+        raise KeyError((role, index))
+
+    def with_task(self, task: Task) -> Job:
+        tasks = tuple(task if (t.role, t.index) == (task.role, task.index) else t for t in self.tasks)
+        return replace(self, tasks=tasks)
+
+
+def initial_tasks(spec: JobSpec) -> tuple[Task, ...]:
+    return tuple(Task(role=r.name, index=i) for r in spec.task_roles for i in range(r.instances))

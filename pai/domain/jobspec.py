@@ -1,0 +1,80 @@
+"""JobSpec: the one normalized form of a v1 JSON or v2 YAML job."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pai.domain.resources import Resources
+
+# OpenPAI's priority classes (extras.hivedScheduler.jobPriorityClass); admins may add more.
+PRIORITY_CLASSES: dict[str, int] = {"prod": 100, "test": 10, "oppo": -1}
+DEFAULT_PRIORITY_CLASS = "test"
+# Every task gets these port labels besides its own.
+RESERVED_PORT_LABELS = ("http", "ssh")
+
+
+@dataclass(frozen=True, slots=True)
+class PortSpec:
+    label: str
+    count: int = 1
+    begin_at: int = 0  # 0: any free port of the node's range
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRoleSpec:
+    name: str
+    instances: int
+    command: str
+    resources: Resources
+    image: str = ""
+    shm_mb: int = 64
+    ports: tuple[PortSpec, ...] = ()
+    min_failed: int | None = 1  # None: failures never fail the job
+    min_succeeded: int | None = None  # None: every instance must succeed
+    task_retry_count: int = 0
+    gpu_type: str | None = None
+
+    @property
+    def total(self) -> Resources:
+        return self.resources * self.instances
+
+    def all_ports(self) -> tuple[PortSpec, ...]:
+        """The role's ports with ``http`` and ``ssh`` added when the spec does not name them."""
+        own = {p.label for p in self.ports}
+        extra = tuple(PortSpec(label) for label in RESERVED_PORT_LABELS if label not in own)
+        return extra + self.ports
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    name: str
+    task_roles: tuple[TaskRoleSpec, ...]
+    protocol_version: int = 2
+    virtual_cluster: str = "default"
+    retry_count: int = 0
+    image: str = ""
+    code_dir: str = ""
+    data_dir: str = ""
+    output_dir: str = ""
+    job_envs: dict[str, str] = field(default_factory=dict)
+    gpu_type: str | None = None
+    priority_class: str = DEFAULT_PRIORITY_CLASS
+    priority: int = PRIORITY_CLASSES[DEFAULT_PRIORITY_CLASS]
+    gang: bool = True
+
+    def role(self, name: str) -> TaskRoleSpec:
+        for r in self.task_roles:
+            if r.name == name:
+                return r
+        raise KeyError(name)
+
+    @property
+    def total(self) -> Resources:
+        acc = Resources()
+        for r in self.task_roles:
+            acc = acc + r.total
+        return acc
+
+    @property
+    def instance_count(self) -> int:
+        return sum(r.instances for r in self.task_roles)

@@ -1,0 +1,32 @@
+"""Nodes: worker machines as the master knows them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from pai.domain.resources import Resources
+
+
+class NodeState(str, Enum):
+    READY = "READY"
+    LOST = "LOST"  # no heartbeat within the timeout
+    CORDONED = "CORDONED"  # an operator keeps new work off it
+    DRAINING = "DRAINING"  # cordoned, and running work is being moved off
+    UNHEALTHY = "UNHEALTHY"  # the agent reports a fault
+
+    def schedulable(self) -> bool:
+        return self is NodeState.READY
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    name: str
+    address: str
+    total: Resources
+    gpu_type: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    state: NodeState = NodeState.READY
+    last_heartbeat: float = 0.0
+    port_range: tuple[int, int] = (20000, 40000)
+    failed_gpus: tuple[int, ...] = ()

@@ -1,0 +1,283 @@
+"""The messages, as frozen dataclasses with explicit ``to_dict``/``from_dict`` (JSON-ready)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from pai.domain.resources import Resources
+
+PROTOCOL_VERSION = 1
+
+
+class ProtocolError(ValueError):
+    """A message that does not follow this protocol version."""
+
+
+def _check_version(d: dict[str, Any]) -> None:
+    v = d.get("version")
+    if v != PROTOCOL_VERSION:
+        raise ProtocolError(f"agent protocol version {v!r} is not supported (master speaks {PROTOCOL_VERSION})")
+
+
+class ContainerStatus(str, Enum):
+    RUNNING = "running"
+    EXITED = "exited"
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerReport:
+    attempt_id: str
+    job_key: str
+    role: str
+    index: int
+    status: ContainerStatus
+    exit_code: int | None = None
+    reason: str | None = None
+    started_at: float | None = None
+    finished_at: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "attemptId": self.attempt_id,
+            "jobKey": self.job_key,
+            "role": self.role,
+            "index": self.index,
+            "status": self.status.value,
+            "exitCode": self.exit_code,
+            "reason": self.reason,
+            "startedAt": self.started_at,
+            "finishedAt": self.finished_at,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ContainerReport:
+        try:
+            return cls(
+                attempt_id=str(d["attemptId"]),
+                job_key=str(d["jobKey"]),
+                role=str(d["role"]),
+                index=int(d["index"]),
+                status=ContainerStatus(d["status"]),
+                exit_code=None if d.get("exitCode") is None else int(d["exitCode"]),
+                reason=d.get("reason"),
+                started_at=d.get("startedAt"),
+                finished_at=d.get("finishedAt"),
+            )
+        except (KeyError, ValueError, TypeError) as e:
+            raise ProtocolError(f"bad container report: {e}") from e
+
+
+@dataclass(frozen=True, slots=True)
+class GpuHealth:
+    index: int
+    healthy: bool = True
+    ecc_errors: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "healthy": self.healthy, "eccErrors": self.ecc_errors}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> GpuHealth:
+        return cls(int(d["index"]), bool(d.get("healthy", True)), int(d.get("eccErrors", 0)))
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInfo:
+    name: str
+    address: str
+    resources: Resources
+    gpu_type: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    log_port: int = 0  # the agent's log server listens on address:log_port
+    runtime: str = "process"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "address": self.address,
+            "resources": self.resources.to_dict(),
+            "gpuType": self.gpu_type,
+            "labels": dict(self.labels),
+            "logPort": self.log_port,
+            "runtime": self.runtime,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> NodeInfo:
+        try:
+            return cls(
+                name=str(d["name"]),
+                address=str(d["address"]),
+                resources=Resources.from_dict(d["resources"]),
+                gpu_type=d.get("gpuType"),
+                labels={str(k): str(v) for k, v in (d.get("labels") or {}).items()},
+                log_port=int(d.get("logPort", 0)),
+                runtime=str(d.get("runtime", "process")),
+            )
+        except (KeyError, ValueError, TypeError) as e:
+            raise ProtocolError(f"bad node info: {e}") from e
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterRequest:
+    node: NodeInfo
+    containers: tuple[ContainerReport, ...] = ()
+    gpus: tuple[GpuHealth, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": PROTOCOL_VERSION,
+            "node": self.node.to_dict(),
+            "containers": [c.to_dict() for c in self.containers],
+            "gpus": [g.to_dict() for g in self.gpus],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RegisterRequest:
+        _check_version(d)
+        return cls(
+            node=NodeInfo.from_dict(d.get("node") or {}),
+            containers=tuple(ContainerReport.from_dict(c) for c in d.get("containers") or ()),
+            gpus=tuple(GpuHealth.from_dict(g) for g in d.get("gpus") or ()),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatRequest:
+    node: str
+    containers: tuple[ContainerReport, ...] = ()
+    gpus: tuple[GpuHealth, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": PROTOCOL_VERSION,
+            "node": self.node,
+            "containers": [c.to_dict() for c in self.containers],
+            "gpus": [g.to_dict() for g in self.gpus],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> HeartbeatRequest:
+        _check_version(d)
+        try:
+            return cls(
+                node=str(d["node"]),
+                containers=tuple(ContainerReport.from_dict(c) for c in d.get("containers") or ()),
+                gpus=tuple(GpuHealth.from_dict(g) for g in d.get("gpus") or ()),
+            )
+        except (KeyError, TypeError) as e:
+            raise ProtocolError(f"bad heartbeat: {e}") from e
+
+
+@dataclass(frozen=True, slots=True)
+class StartTask:
+    attempt_id: str
+    job_key: str
+    role: str
+    index: int
+    image: str
+    command: str
+    env: dict[str, str]
+    resources: Resources
+    shm_mb: int = 64
+    gpus: tuple[int, ...] = ()
+    ports: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    code_dir: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": "start",
+            "attemptId": self.attempt_id,
+            "jobKey": self.job_key,
+            "role": self.role,
+            "index": self.index,
+            "image": self.image,
+            "command": self.command,
+            "env": dict(self.env),
+            "resources": self.resources.to_dict(),
+            "shmMB": self.shm_mb,
+            "gpus": list(self.gpus),
+            "ports": {k: list(v) for k, v in self.ports.items()},
+            "codeDir": self.code_dir,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> StartTask:
+        try:
+            return cls(
+                attempt_id=str(d["attemptId"]),
+                job_key=str(d["jobKey"]),
+                role=str(d["role"]),
+                index=int(d["index"]),
+                image=str(d.get("image", "")),
+                command=str(d["command"]),
+                env={str(k): str(v) for k, v in d["env"].items()},
+                resources=Resources.from_dict(d["resources"]),
+                shm_mb=int(d.get("shmMB", 64)),
+                gpus=tuple(int(g) for g in d.get("gpus", ())),
+                ports={str(k): tuple(int(p) for p in v) for k, v in (d.get("ports") or {}).items()},
+                code_dir=str(d.get("codeDir", "")),
+            )
+        except (KeyError, ValueError, TypeError, AttributeError) as e:
+            raise ProtocolError(f"bad start command: {e}") from e
+
+
+@dataclass(frozen=True, slots=True)
+class StopTask:
+    attempt_id: str
+    grace_seconds: float = 10.0
+    exit_code: int = -400  # the PlatformExit code the attempt ends with (stopped, preempted, ...)
+    reason: str = "stopped"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": "stop",
+            "attemptId": self.attempt_id,
+            "graceSeconds": self.grace_seconds,
+            "exitCode": self.exit_code,
+            "reason": self.reason,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> StopTask:
+        try:
+            return cls(
+                str(d["attemptId"]),
+                float(d.get("graceSeconds", 10.0)),
+                int(d.get("exitCode", -400)),
+                str(d.get("reason", "stopped")),
+            )
+        except (KeyError, ValueError, TypeError) as e:
+            raise ProtocolError(f"bad stop command: {e}") from e
+
+
+Command = StartTask | StopTask
+
+
+@dataclass(frozen=True, slots=True)
+class MasterReply:
+    commands: tuple[Command, ...] = ()
+    heartbeat_seconds: float = 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": PROTOCOL_VERSION,
+            "commands": [c.to_dict() for c in self.commands],
+            "heartbeatSeconds": self.heartbeat_seconds,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> MasterReply:
+        _check_version(d)
+        cmds: list[Command] = []
+        for c in d.get("commands") or ():
+            kind = c.get("type")
+            if kind == "start":
+                cmds.append(StartTask.from_dict(c))
+            elif kind == "stop":
+                cmds.append(StopTask.from_dict(c))
+            else:
+                raise ProtocolError(f"unknown command type {kind!r}")
+        return cls(tuple(cmds), float(d.get("heartbeatSeconds", 1.0)))
