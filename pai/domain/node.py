@@ -30,3 +30,4 @@ class Node:
     last_heartbeat: float = 0.0
     port_range: tuple[int, int] = (20000, 40000)
     failed_gpus: tuple[int, ...] = ()
+    log_port: int = 0  # the agent's log server: http://address:log_port/logs/...

@@ -1,0 +1,3 @@
+from pai.main import main
+
+main()

@@ -1,0 +1,42 @@
+"""``pai master``: the REST server, the launcher loop and the store in one process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from aiohttp import web
+
+from pai.commands.logs import setup_logging
+from pai.launcher.service import LauncherConfig
+from pai.rest_server.app import make_app
+from pai.rest_server.config import MasterConfig
+from pai.store.db import default_data_dir
+
+
+@click.command("master")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=9186, show_default=True, type=int, help="Port (OpenPAI's REST port).")
+@click.option("--data-dir", type=click.Path(path_type=Path), default=None,
+              help="Data directory (env PAI_DATA_DIR, default ~/.local/share/pai).")
+@click.option("--database-url", envvar="PAI_DATABASE_URL", default=None,
+              help="SQLAlchemy URL (env PAI_DATABASE_URL); default SQLite in the data directory.")
+@click.option("--grace-seconds", default=10.0, show_default=True, type=float,
+              help="How long a stopped or preempted task may take after SIGTERM before SIGKILL.")
+@click.option("--node-timeout", default=30.0, show_default=True, type=float,
+              help="Seconds without a heartbeat before a node is LOST.")
+@click.option("--heartbeat", default=1.0, show_default=True, type=float, help="Agents' heartbeat interval.")
+def master(host: str, port: int, data_dir: Path | None, database_url: str | None, grace_seconds: float,
+           node_timeout: float, heartbeat: float) -> None:
+    """Run the master: REST API, scheduler loop and store."""
+    setup_logging("master")
+    config = MasterConfig.from_env(
+        host=host,
+        port=port,
+        data_dir=data_dir or default_data_dir(),
+        database_url=database_url,
+        launcher=LauncherConfig(
+            grace_seconds=grace_seconds, node_timeout_seconds=node_timeout, heartbeat_seconds=heartbeat
+        ),
+    )
+    web.run_app(make_app(config), host=host, port=port, print=lambda msg: click.echo(msg, err=True))

@@ -1,0 +1,161 @@
+"""``pai up``: an embedded cluster on this machine (master on SQLite + one local agent + an admin user).
+
+Ctrl-C (or the end of ``--run``) stops the agent, which kills its tasks, then the master: no process is
+left behind.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+
+from pai.cli.api import MasterApi
+from pai.cli.config import CliConfig, config_path, save_config
+from pai.cli.errors import CliError
+from pai.cli.http import HttpClient
+from pai.cli.submit import prepare_spec, wait_for_job
+from pai.commands.logs import setup_logging
+from pai.store.db import default_data_dir
+
+
+def _free_port(host: str) -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def _credentials(data_dir: Path) -> tuple[str, str]:
+    """The admin password and agent token of this data directory: from the environment, else kept in a
+    0600 file so that a second ``pai up`` on the same directory logs in with the same password."""
+    path = data_dir / "up-credentials"
+    if path.exists():
+        stored = path.read_text().split()
+        password, token = stored[0], stored[1]
+    else:
+        password, token = secrets.token_urlsafe(12), secrets.token_urlsafe(24)
+        data_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(f"{password}\n{token}\n")
+    return os.environ.get("PAI_ADMIN_PASSWORD", password), os.environ.get("PAI_AGENT_TOKEN", token)
+
+
+def _wait_until(what: str, probe: Callable[[], object], timeout: float, procs: list[subprocess.Popen[bytes]]) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for p in procs:
+            if p.poll() is not None:
+                raise click.ClickException(f"{what}: a process exited early with code {p.returncode}; see its log above")
+        try:
+            if probe():
+                return
+        except CliError:
+            pass
+        time.sleep(0.2)
+    raise click.ClickException(f"{what}: not ready after {timeout:.0f}s")
+
+
+@contextmanager
+def _cluster(host: str, port: int, data_dir: Path, agent_flags: list[str]) -> Iterator[tuple[str, str]]:
+    password, token = _credentials(data_dir)
+    env = {**os.environ, "PAI_ADMIN_PASSWORD": password, "PAI_AGENT_TOKEN": token}
+    url = f"http://{host}:{port}"
+    py = [sys.executable, "-m", "pai"]
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        procs.append(subprocess.Popen([*py, "master", "--host", host, "--port", str(port),
+                                       "--data-dir", str(data_dir)], env=env))
+        api = MasterApi(HttpClient(url, timeout=5))
+        _wait_until("master", lambda: api.http.json("GET", "/healthz"), 30, procs)
+        login = api.login("admin", password)
+        api.http.token = login["token"]
+        procs.append(subprocess.Popen([*py, "agent", "--master", url, "--name", "local", "--address", host,
+                                       "--work-dir", str(data_dir / "agent"), "--kill-on-exit", *agent_flags],
+                                      env=env))
+        _wait_until("agent", lambda: any(n["state"] == "READY" for n in api.nodes()), 30, procs)
+        yield url, password
+    finally:
+        for p in reversed(procs):  # the agent first: it kills its tasks on the way out
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+
+
+def _run(url: str, password: str, file: Path) -> int:
+    api = MasterApi(HttpClient(url))
+    api.http.token = api.login("admin", password)["token"]
+    spec = prepare_spec(file.read_text(), str(file))
+    key = api.submit(spec.body, spec.content_type)["jobName"]
+    click.echo(f"submitted {key}")
+    detail = wait_for_job(lambda: api.job(key), key=key, timeout=600, interval=0.5,
+                          on_change=lambda d: click.echo(f"{key}: {d['jobStatus']['state']}"))
+    for role, info in detail["taskRoles"].items():
+        for t in info["taskStatuses"]:
+            out = api.task_log(key, role, t["taskIndex"], "stdout")
+            click.echo(f"--- {role}[{t['taskIndex']}] on {t['containerIp']} exit {t['containerExitCode']}")
+            click.echo(out.rstrip("\n"))
+    state = detail["jobStatus"]["state"]
+    click.echo(f"{key}: {state}")
+    return 0 if state == "SUCCEEDED" else 1
+
+
+@click.command("up")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=None, type=int,
+              help="Master port (default 9186; with --run, any free port).")
+@click.option("--data-dir", type=click.Path(path_type=Path), default=None,
+              help="Data directory (default: PAI_DATA_DIR or ~/.local/share/pai; a throwaway one with --run).")
+@click.option("--run", "run_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="Submit FILE, wait for it, print its tasks' output, then stop everything.")
+@click.option("--gpus", type=int, default=None, help="GPUs of the local agent (default: detected, else 0).")
+@click.option("--cpus", type=int, default=None, help="CPUs of the local agent (default: detected).")
+@click.option("--memory-mb", type=int, default=None, help="Memory of the local agent (default: detected).")
+def up(host: str, port: int | None, data_dir: Path | None, run_file: Path | None, gpus: int | None, cpus: int | None,
+       memory_mb: int | None) -> None:
+    """Run an embedded cluster: a master on SQLite, one local agent and an admin user."""
+    setup_logging("up")
+    flags: list[str] = []
+    for name, value in (("--gpus", gpus), ("--cpus", cpus), ("--memory-mb", memory_mb)):
+        if value is not None:
+            flags += [name, str(value)]
+    if run_file is not None:
+        with tempfile.TemporaryDirectory(prefix="pai-up-") as tmp:
+            chosen = data_dir or Path(tmp)
+            with _cluster(host, port or _free_port(host), chosen, flags) as (url, password):
+                code = _run(url, password, run_file)
+        sys.exit(code)
+    chosen = data_dir or default_data_dir()
+    with _cluster(host, port or 9186, chosen, flags) as (url, password):
+        token = MasterApi(HttpClient(url)).login("admin", password)["token"]
+        save_config(config_path(os.environ), CliConfig(master=url, user="admin", token=token))
+        click.echo(f"pai is up at {url}\n  user: admin\n  password: {password}\n"
+                   f"  data: {chosen}\n  the CLI is logged in (pai submit examples/hello-v1.json).\n"
+                   "Press Ctrl-C to stop everything.")
+        stop = False
+
+        def _handle(signum: int, frame: object) -> None:
+            nonlocal stop
+            stop = True
+
+        signal.signal(signal.SIGTERM, _handle)
+        try:
+            while not stop:
+                time.sleep(0.5)
+        except KeyboardInterrupt:
+            pass
+        click.echo("stopping...")

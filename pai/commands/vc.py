@@ -1,0 +1,34 @@
+"""``pai vc simulate FILE``: one scheduling pass over a what-if scenario, printed as JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+import yaml
+
+from pai.domain.errors import PaiError
+from pai.vc.simulate import simulate
+
+
+@click.group("vc")
+def vc() -> None:
+    """Virtual clusters: try a change offline."""
+
+
+@vc.command("simulate")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def simulate_command(file: Path) -> None:
+    """Run one scheduling pass over the scenario in FILE (YAML or JSON) and print the decision."""
+    try:
+        scenario = yaml.safe_load(file.read_text())
+    except yaml.YAMLError as e:
+        raise click.ClickException(f"{file}: not valid YAML/JSON: {e}") from None
+    if not isinstance(scenario, dict):
+        raise click.ClickException(f"{file}: the scenario must be a mapping")
+    try:
+        result = simulate(scenario)
+    except PaiError as e:
+        raise click.ClickException(f"{e.code}: {e.message}") from None
+    click.echo(json.dumps(result, indent=2, sort_keys=True))

@@ -1,0 +1,100 @@
+"""The environment of every task container: OpenPAI's PAI_* variables and PyTorch's rendezvous variables.
+
+Built in one place from the job and the placements of all its tasks, so every host list is complete
+before any task starts.
+"""
+
+from __future__ import annotations
+
+from pai.domain.job import Job, Task
+
+# A role may declare a port with this label for torch.distributed's store; otherwise rank 0's http port is used.
+TORCH_PORT_LABEL = "master"
+
+
+def _ports_csv(task: Task, label: str) -> str:
+    return ",".join(str(p) for p in task.ports.get(label, ()))
+
+
+def _first_port(task: Task, label: str) -> str:
+    ports = task.ports.get(label, ())
+    return str(ports[0]) if ports else ""
+
+
+def _port_list(task: Task) -> str:
+    """``http:p;ssh:p;label:p1,p2;`` as OpenPAI writes PAI_CONTAINER_HOST_PORT_LIST."""
+    return "".join(f"{label}:{','.join(str(p) for p in ports)};" for label, ports in task.ports.items())
+
+
+def _ordered(job: Job) -> list[Task]:
+    """All tasks in rank order: roles in spec order, then index."""
+    order = {r.name: i for i, r in enumerate(job.spec.task_roles)}
+    return sorted(job.tasks, key=lambda t: (order[t.role], t.index))
+
+
+def _count(v: int | None) -> str:
+    return "-1" if v is None else str(v)
+
+
+def task_env(job: Job, current: Task) -> dict[str, str]:
+    """Every variable for ``current``; all tasks of ``job`` must have an address and ports."""
+    spec = job.spec
+    tasks = _ordered(job)
+    env: dict[str, str] = {str(k): str(v) for k, v in spec.job_envs.items()}
+    env.update(
+        {
+            "PAI_JOB_NAME": job.key,
+            "PAI_USER_NAME": job.user,
+            "PAI_VIRTUAL_CLUSTER": spec.virtual_cluster,
+            "PAI_TASK_ROLE_COUNT": str(len(spec.task_roles)),
+            "PAI_TASK_ROLE_LIST": ",".join(r.name for r in spec.task_roles),
+            "PAI_CURRENT_TASK_ROLE_NAME": current.role,
+            "PAI_CURRENT_TASK_ROLE_CURRENT_TASK_INDEX": str(current.index),
+            "PAI_TASK_INDEX": str(current.index),
+            "PAI_JOB_RETRY_COUNT": str(job.retries),
+            "PAI_CODE_DIR": spec.code_dir,
+            "PAI_DATA_DIR": spec.data_dir,
+            "PAI_OUTPUT_DIR": spec.output_dir,
+        }
+    )
+    for role in spec.task_roles:
+        mine = [t for t in tasks if t.role == role.name]
+        r = role.name
+        env[f"PAI_TASK_ROLE_TASK_COUNT_{r}"] = str(role.instances)
+        env[f"PAI_TASK_ROLE_{r}_HOST_LIST"] = ",".join(f"{t.address}:{_first_port(t, 'http')}" for t in mine)
+        env[f"PAI_RESOURCE_{r}"] = (
+            f"{role.resources.gpu},{role.resources.cpu},{role.resources.memory_mb},{role.shm_mb}"
+        )
+        env[f"PAI_MIN_FAILED_TASK_COUNT_{r}"] = _count(role.min_failed)
+        env[f"PAI_MIN_SUCCEEDED_TASK_COUNT_{r}"] = _count(role.min_succeeded)
+        for t in mine:
+            env[f"PAI_HOST_IP_{r}_{t.index}"] = t.address or ""
+            for label in t.ports:
+                env[f"PAI_PORT_LIST_{r}_{t.index}_{label}"] = _ports_csv(t, label)
+    env.update(
+        {
+            "PAI_CONTAINER_HOST_IP": current.address or "",
+            "PAI_CONTAINER_HOST_PORT": _first_port(current, "http"),
+            "PAI_CONTAINER_SSH_PORT": _first_port(current, "ssh"),
+            "PAI_CONTAINER_HOST_PORT_LIST": _port_list(current),
+            "PAI_CONTAINER_ID": current.attempt_id or "",
+            "NVIDIA_VISIBLE_DEVICES": ",".join(str(g) for g in current.gpus) if current.gpus else "none",
+        }
+    )
+    env.update(_torch_env(tasks, current))
+    return env
+
+
+def _torch_env(tasks: list[Task], current: Task) -> dict[str, str]:
+    """PyTorch's env:// rendezvous: rank 0 is the first task of the first role."""
+    rank0 = tasks[0]
+    port = _first_port(rank0, TORCH_PORT_LABEL) or _first_port(rank0, "http")
+    rank = next(i for i, t in enumerate(tasks) if (t.role, t.index) == (current.role, current.index))
+    return {
+        "MASTER_ADDR": rank0.address or "",
+        "MASTER_PORT": port,
+        "WORLD_SIZE": str(len(tasks)),
+        "RANK": str(rank),
+        "LOCAL_RANK": "0",
+        "LOCAL_WORLD_SIZE": "1",
+    }

@@ -1,0 +1,318 @@
+"""The job lifecycle as a pure state machine: ``on_event(job, event, ids) -> (job, commands)``.
+
+The job's outcome is derived from its tasks every time (never remembered on the side), so replaying a
+report is harmless and a restarted master reaches the same conclusion:
+
+* a task that ended with a TRANSIENT exit (preempted, node lost, container lost): the job is requeued,
+  not counted against its retries;
+* a role with at least ``min_failed`` FAILED tasks: the job fails (or retries, if its budget allows);
+* a role with at least ``min_succeeded`` SUCCEEDED tasks, or every task ended: the job succeeds.
+
+Once an outcome is known, live tasks are stopped; the job reaches its final state when none is left.
+Commands tell the shell what to record (attempt start/end, history events); agent start/stop commands
+are derived level-triggered from the tasks' states (see ``reconcile``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import Any
+
+from pai.domain.job import Job, Task
+from pai.domain.states import JobState, TaskState
+from pai.launcher.exit_codes import Retry, classify
+from pai.protocol.exitcodes import PlatformExit
+
+IdSource = Callable[[], str]
+
+
+# ---- events -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Bound:
+    role: str
+    index: int
+    node: str
+    address: str
+    ports: dict[str, tuple[int, ...]]
+    gpus: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    now: float
+    bindings: tuple[Bound, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    now: float
+    attempt_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Exited:
+    now: float
+    attempt_id: str
+    exit_code: int
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StopRequested:
+    now: float
+    by: str
+
+
+@dataclass(frozen=True, slots=True)
+class Preempted:
+    now: float
+    preemptor: str
+    rule: str
+    message: str = ""
+
+
+Event = Admitted | Started | Exited | StopRequested | Preempted
+
+
+# ---- commands -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptStarted:
+    task: Task
+    job_attempt: int
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptEnded:
+    task: Task
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    kind: str
+    message: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+Command = AttemptStarted | AttemptEnded | Note
+
+
+class Outcome(str, Enum):
+    REQUEUE = "requeue"
+    FAIL = "fail"
+    SUCCEED = "succeed"
+
+
+_LIVE = (TaskState.WAITING, TaskState.RUNNING, TaskState.STOPPING)
+
+
+def _live(t: Task) -> bool:
+    return t.state in _LIVE and t.attempt_id is not None
+
+
+# ---- the machine --------------------------------------------------------------------------------
+
+
+def on_event(job: Job, event: Event, ids: IdSource) -> tuple[Job, list[Command]]:
+    """Apply one event; returns the new job and what the shell must record."""
+    cmds: list[Command] = []
+    if isinstance(event, Admitted):
+        job = _admit(job, event, ids, cmds)
+    elif isinstance(event, Started):
+        job = _started(job, event)
+    elif isinstance(event, Exited):
+        job = _exited(job, event, ids, cmds)
+    elif isinstance(event, StopRequested):
+        job = _stop(job, event, cmds)
+    elif isinstance(event, Preempted):
+        job = _preempt(job, event, cmds)
+    job = _settle(job, event.now, cmds)
+    return job, cmds
+
+
+def _admit(job: Job, ev: Admitted, ids: IdSource, cmds: list[Command]) -> Job:
+    if job.state is not JobState.WAITING:
+        return job
+    by_key = {(b.role, b.index): b for b in ev.bindings}
+    tasks = []
+    for t in job.tasks:
+        b = by_key[(t.role, t.index)]
+        nt = replace(
+            t,
+            state=t.state.to(TaskState.WAITING),
+            node=b.node,
+            address=b.address,
+            ports=dict(b.ports),
+            gpus=b.gpus,
+            attempt_id=ids(),
+            exit_code=None,
+            exit_reason=None,
+            started_at=None,
+            finished_at=None,
+        )
+        tasks.append(nt)
+        cmds.append(AttemptStarted(nt, job.retries))
+    nodes = sorted({b.node for b in ev.bindings})
+    cmds.append(Note("admitted", f"admitted on {', '.join(nodes)}", {"nodes": nodes}))
+    return job.with_state(JobState.RUNNING, tasks=tuple(tasks), started_at=ev.now, waiting_reason=None)
+
+
+def _find(job: Job, attempt_id: str) -> Task | None:
+    for t in job.tasks:
+        if t.attempt_id == attempt_id:
+            return t
+    return None
+
+
+def _started(job: Job, ev: Started) -> Job:
+    t = _find(job, ev.attempt_id)
+    if t is None or t.state is not TaskState.WAITING:
+        return job
+    return job.with_task(t.with_state(TaskState.RUNNING, started_at=ev.now))
+
+
+def _exited(job: Job, ev: Exited, ids: IdSource, cmds: list[Command]) -> Job:
+    t = _find(job, ev.attempt_id)
+    if t is None or t.state not in _LIVE:
+        return job  # a repeated or stale report
+    if t.state is TaskState.STOPPING:
+        # We asked it to stop: it ends with the code we gave the stop (stopped, preempted, policy).
+        code = t.exit_code if t.exit_code is not None else ev.exit_code
+        ended = t.with_state(TaskState.STOPPED, exit_code=code, finished_at=ev.now)
+        cmds.append(AttemptEnded(ended))
+        return job.with_task(ended)
+    if ev.exit_code == 0:
+        ended = t.with_state(TaskState.SUCCEEDED, exit_code=0, exit_reason=ev.reason, finished_at=ev.now)
+        cmds.append(AttemptEnded(ended))
+        return job.with_task(ended)
+    spec = classify(ev.exit_code)
+    failed = t.with_state(TaskState.FAILED, exit_code=ev.exit_code, exit_reason=ev.reason, finished_at=ev.now)
+    cmds.append(AttemptEnded(failed))
+    role = job.spec.role(t.role)
+    if spec.retry is Retry.UNKNOWN and t.retries < role.task_retry_count and job.state is JobState.RUNNING:
+        # Task-level retry: a new attempt on the same node, with the same ports and GPUs.
+        again = replace(
+            failed,
+            state=TaskState.WAITING,
+            attempt_id=ids(),
+            retries=t.retries + 1,
+            exit_code=None,
+            exit_reason=None,
+            started_at=None,
+            finished_at=None,
+        )
+        cmds.append(AttemptStarted(again, job.retries))
+        cmds.append(
+            Note(
+                "task-retried",
+                f"task {t.role}[{t.index}] exited {ev.exit_code} ({spec.phrase}); retry {again.retries}"
+                f" of {role.task_retry_count}",
+                {"role": t.role, "index": t.index, "exitCode": ev.exit_code},
+            )
+        )
+        return job.with_task(again)
+    return job.with_task(failed)
+
+
+def _stop_tasks(job: Job, code: int, reason: str) -> Job:
+    tasks = tuple(
+        t.with_state(TaskState.STOPPING, exit_code=code, exit_reason=reason)
+        if _live(t) and t.state is not TaskState.STOPPING
+        else t
+        for t in job.tasks
+    )
+    return replace(job, tasks=tasks)
+
+
+def _stop(job: Job, ev: StopRequested, cmds: list[Command]) -> Job:
+    if job.state.is_terminal() or job.state is JobState.STOPPING:
+        return job
+    cmds.append(Note("stop-requested", f"stop requested by {ev.by}", {"by": ev.by}))
+    if job.state is JobState.WAITING:
+        return job.with_state(JobState.STOPPED, completed_at=ev.now, exit_code=int(PlatformExit.STOPPED))
+    job = _stop_tasks(job, int(PlatformExit.STOPPED), f"stopped by {ev.by}")
+    return job.with_state(JobState.STOPPING, exit_code=int(PlatformExit.STOPPED))
+
+
+def _preempt(job: Job, ev: Preempted, cmds: list[Command]) -> Job:
+    if job.state is not JobState.RUNNING:
+        return job
+    msg = f"preempted by {ev.preemptor} under rule {ev.rule}" + (f": {ev.message}" if ev.message else "")
+    cmds.append(Note("preempted", msg, {"preemptor": ev.preemptor, "rule": ev.rule, "time": ev.now}))
+    return _stop_tasks(job, int(PlatformExit.PREEMPTED), msg)
+
+
+def outcome(job: Job) -> tuple[Outcome, Task | None] | None:
+    """What the tasks' states say about the job (derived, never stored)."""
+    for t in job.tasks:
+        if t.state.is_terminal() and t.exit_code is not None and classify(t.exit_code).retry is Retry.TRANSIENT:
+            return Outcome.REQUEUE, t
+    for role in job.spec.task_roles:
+        mine = [t for t in job.tasks if t.role == role.name]
+        failed = [t for t in mine if t.state is TaskState.FAILED]
+        if role.min_failed is not None and len(failed) >= role.min_failed:
+            return Outcome.FAIL, failed[-1]
+    for role in job.spec.task_roles:
+        mine = [t for t in job.tasks if t.role == role.name]
+        ok = sum(1 for t in mine if t.state is TaskState.SUCCEEDED)
+        if role.min_succeeded is not None and ok >= role.min_succeeded:
+            return Outcome.SUCCEED, None
+    if job.tasks and all(t.state.is_terminal() for t in job.tasks):
+        return Outcome.SUCCEED, None
+    return None
+
+
+def _settle(job: Job, now: float, cmds: list[Command]) -> Job:
+    """Stop what is left once the outcome is known; finish the job when nothing is left."""
+    if job.state is JobState.STOPPING:
+        if not any(_live(t) for t in job.tasks):
+            cmds.append(Note("stopped", "all tasks stopped"))
+            return job.with_state(JobState.STOPPED, completed_at=now)
+        return job
+    if job.state is not JobState.RUNNING:
+        return job
+    out = outcome(job)
+    if out is None:
+        return job
+    kind, culprit = out
+    if any(_live(t) for t in job.tasks):
+        return _stop_tasks(job, int(PlatformExit.COMPLETED_BY_POLICY), f"job will {kind.value}")
+    if kind is Outcome.REQUEUE:
+        assert culprit is not None
+        cmds.append(Note("requeued", f"requeued after {culprit.role}[{culprit.index}] ended: "
+                         f"{classify(culprit.exit_code or 0).reason} (not counted as a retry)"))
+        return _requeue(job, counted=False)
+    if kind is Outcome.SUCCEED:
+        cmds.append(Note("succeeded", "job succeeded"))
+        return job.with_state(JobState.SUCCEEDED, completed_at=now, exit_code=0)
+    assert culprit is not None and culprit.exit_code is not None
+    spec = classify(culprit.exit_code)
+    if spec.retry is Retry.UNKNOWN and job.retries < job.spec.retry_count:
+        cmds.append(Note("retried", f"{culprit.role}[{culprit.index}] exited {culprit.exit_code} ({spec.phrase}); "
+                         f"job retry {job.retries + 1} of {job.spec.retry_count}"))
+        return _requeue(job, counted=True)
+    cmds.append(Note("failed", f"{culprit.role}[{culprit.index}] exited {culprit.exit_code} ({spec.phrase})",
+                     {"exitCode": culprit.exit_code}))
+    return job.with_state(
+        JobState.FAILED, completed_at=now, exit_code=culprit.exit_code,
+        exit_reason=culprit.exit_reason or spec.reason,
+    )
+
+
+def _requeue(job: Job, *, counted: bool) -> Job:
+    tasks = tuple(
+        replace(t, state=t.state.to(TaskState.WAITING), node=None, address=None, ports={}, gpus=(),
+                attempt_id=None, started_at=None, finished_at=None)
+        for t in job.tasks
+    )
+    return job.with_state(JobState.WAITING, tasks=tasks, retries=job.retries + (1 if counted else 0))
+
+
+def live_attempts(jobs: Iterable[Job]) -> dict[str, tuple[Job, Task]]:
+    """Every attempt the master expects to exist somewhere, by attempt id."""
+    return {t.attempt_id: (j, t) for j in jobs for t in j.tasks if _live(t) and t.attempt_id is not None}

@@ -1,0 +1,56 @@
+"""The async shell around the launcher: one store thread, and the snapshot -> schedule -> persist loop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import ParamSpec, TypeVar
+
+from pai.launcher.service import Launcher
+
+log = logging.getLogger("pai.launcher.loop")
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class StoreThread:
+    """Every store transaction runs on this one thread: SQLite needs a single writer, and the order of
+    transactions is the order of requests."""
+
+    def __init__(self) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pai-store")
+
+    async def call(self, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, lambda: fn(*args, **kwargs))
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+
+
+class LauncherLoop:
+    def __init__(self, launcher: Launcher, store: StoreThread, tick_seconds: float = 0.5) -> None:
+        self.launcher = launcher
+        self.store = store
+        self.tick_seconds = tick_seconds
+        self._wake = asyncio.Event()
+        self.passes = 0
+
+    def wake(self) -> None:
+        """Run a pass now (a job was submitted, a task ended, a node joined)."""
+        self._wake.set()
+
+    async def run(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.tick_seconds)
+            self._wake.clear()
+            try:
+                await self.store.call(self.launcher.check_nodes)
+                await self.store.call(self.launcher.schedule_pass)
+                self.passes += 1
+            except Exception:  # the loop must survive a bad pass; the error is logged with its traceback
+                log.exception("scheduling pass failed")

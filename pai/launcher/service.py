@@ -1,0 +1,289 @@
+"""The launcher's synchronous core: each method is one transaction on the store.
+
+The master runs every method on one store thread (see ``loop.py``); the logic itself lives in pure
+functions (``lifecycle``, ``reconcile``, ``binding``, ``snapshot``, ``pai.vc.schedule``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+
+from sqlalchemy.orm import Session
+
+from pai.domain.errors import NoNodeError, NoVirtualClusterError
+from pai.domain.job import Job, Task, initial_tasks
+from pai.domain.jobspec import JobSpec
+from pai.domain.node import Node, NodeState
+from pai.domain.resources import Resources
+from pai.domain.states import JobState
+from pai.launcher.binding import BindingError, bind_task, ledgers
+from pai.launcher.env import task_env
+from pai.launcher.lifecycle import (
+    Admitted,
+    AttemptEnded,
+    AttemptStarted,
+    Bound,
+    Command,
+    Event,
+    Exited,
+    Note,
+    Preempted,
+    StopRequested,
+    live_attempts,
+    on_event,
+)
+from pai.launcher.reconcile import pending_starts, reconcile
+from pai.launcher.snapshot import build_snapshot, holds_resources
+from pai.protocol.exitcodes import PlatformExit
+from pai.protocol.messages import (
+    ContainerReport,
+    HeartbeatRequest,
+    MasterReply,
+    RegisterRequest,
+    StartTask,
+    StopTask,
+)
+from pai.store import history
+from pai.store import jobs as store_jobs
+from pai.store import nodes as store_nodes
+from pai.store.db import Database
+from pai.store.records import TaskAttempt
+from pai.vc import Decision, VcQuota, schedule
+
+log = logging.getLogger("pai.launcher")
+
+
+@dataclass(frozen=True, slots=True)
+class LauncherConfig:
+    vcs: tuple[VcQuota, ...] = (VcQuota("default"),)
+    grace_seconds: float = 10.0
+    heartbeat_seconds: float = 1.0
+    node_timeout_seconds: float = 30.0
+    port_range: tuple[int, int] = (20000, 40000)
+
+
+def _find_node(s: Session, name: str) -> Node | None:
+    try:
+        return store_nodes.get_node(s, name)
+    except NoNodeError:
+        return None
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex
+
+
+class Launcher:
+    def __init__(
+        self,
+        db: Database,
+        config: LauncherConfig | None = None,
+        clock: Callable[[], float] = time.time,
+        ids: Callable[[], str] = _new_id,
+    ) -> None:
+        self.db = db
+        self.config = config or LauncherConfig()
+        self.clock = clock
+        self.ids = ids
+
+    # ---- users' requests ----------------------------------------------------------------------
+
+    def submit(self, user: str, spec: JobSpec, config_text: str) -> Job:
+        if spec.virtual_cluster not in {v.name for v in self.config.vcs}:
+            raise NoVirtualClusterError(
+                f"virtualCluster: {spec.virtual_cluster!r} does not exist", field="virtualCluster"
+            )
+        now = self.clock()
+        job = Job(id=_new_id(), user=user, spec=spec, submitted_at=now, tasks=initial_tasks(spec))
+        with self.db.session() as s:
+            store_jobs.insert_job(s, job, config_text)
+            history.add_event(s, job.id, now, "submitted", f"submitted by {user} to VC {spec.virtual_cluster}", {})
+        log.info("job submitted job=%s vc=%s tasks=%d", job.key, job.vc, len(job.tasks))
+        return job
+
+    def stop(self, key: str, by: str) -> Job:
+        with self.db.session() as s:
+            job = store_jobs.get_job(s, key)
+            job = self._apply(s, job, StopRequested(self.clock(), by))
+            store_jobs.save_job(s, job)
+        log.info("job stop requested job=%s by=%s state=%s", key, by, job.state.value)
+        return job
+
+    # ---- agents -------------------------------------------------------------------------------
+
+    def register(self, req: RegisterRequest) -> MasterReply:
+        info = req.node
+        now = self.clock()
+        with self.db.session() as s:
+            old = _find_node(s, info.name)
+            node = Node(
+                name=info.name,
+                address=info.address,
+                total=info.resources,
+                gpu_type=info.gpu_type,
+                labels=dict(info.labels),
+                state=NodeState.READY if old is None or old.state is NodeState.LOST else old.state,
+                last_heartbeat=now,
+                port_range=old.port_range if old is not None else self.config.port_range,
+                failed_gpus=tuple(g.index for g in req.gpus if not g.healthy),
+                log_port=info.log_port,
+            )
+            store_nodes.upsert_node(s, node, node.log_port)
+            log.info("agent registered node=%s address=%s resources=%s", node.name, node.address,
+                     node.total.describe())
+            return self._sync_node(s, node.name, req.containers, now)
+
+    def heartbeat(self, req: HeartbeatRequest) -> MasterReply:
+        now = self.clock()
+        with self.db.session() as s:
+            node = _find_node(s, req.node)
+            if node is None:
+                raise NoNodeError(f"node {req.node!r} is not registered; register first")
+            failed = tuple(g.index for g in req.gpus if not g.healthy)
+            state = NodeState.READY if node.state is NodeState.LOST else node.state
+            if failed != node.failed_gpus or state is not node.state:
+                store_nodes.upsert_node(
+                    s, replace(node, failed_gpus=failed, state=state, last_heartbeat=now), node.log_port
+                )
+            else:
+                store_nodes.touch_heartbeat(s, req.node, now)
+            return self._sync_node(s, req.node, req.containers, now)
+
+    def _sync_node(self, s: Session, node: str, reports: tuple[ContainerReport, ...], now: float) -> MasterReply:
+        jobs = store_jobs.active_jobs(s)
+        expected = {a: jt for a, jt in live_attempts(jobs).items() if jt[1].node == node}
+        plan = reconcile(reports, expected, now, self.config.grace_seconds)
+        by_id = {j.id: j for j in jobs}
+        changed: set[str] = set()
+        for job_id, ev in plan.events:
+            by_id[job_id] = self._apply(s, by_id[job_id], ev)
+            changed.add(job_id)
+        for job_id in changed:
+            store_jobs.save_job(s, by_id[job_id])
+        reported = {r.attempt_id for r in reports}
+        starts = [self._start_command(j, t) for j, t in pending_starts(node, list(by_id.values()), reported)]
+        commands: list[StartTask | StopTask] = [*plan.stops, *starts]
+        return MasterReply(tuple(commands), self.config.heartbeat_seconds)
+
+    def _start_command(self, job: Job, task: Task) -> StartTask:
+        role = job.spec.role(task.role)
+        assert task.attempt_id is not None
+        return StartTask(
+            attempt_id=task.attempt_id,
+            job_key=job.key,
+            role=task.role,
+            index=task.index,
+            image=role.image or job.spec.image,
+            command=role.command,
+            env=task_env(job, task),
+            resources=role.resources,
+            shm_mb=role.shm_mb,
+            gpus=task.gpus,
+            ports=dict(task.ports),
+            code_dir=job.spec.code_dir,
+        )
+
+    # ---- the loop's work ------------------------------------------------------------------------
+
+    def check_nodes(self) -> list[str]:
+        """Mark nodes that stopped heartbeating LOST and end their attempts (NODE_LOST, transient)."""
+        now = self.clock()
+        lost: list[str] = []
+        with self.db.session() as s:
+            for node in store_nodes.list_nodes(s):
+                if node.state is NodeState.LOST or now - node.last_heartbeat <= self.config.node_timeout_seconds:
+                    continue
+                store_nodes.set_node_state(s, node.name, NodeState.LOST)
+                lost.append(node.name)
+                log.warning("node lost node=%s silent_for=%.1fs", node.name, now - node.last_heartbeat)
+            if lost:
+                jobs = store_jobs.active_jobs(s)
+                for job in jobs:
+                    new = job
+                    for t in job.tasks:
+                        if t.node in lost and holds_resources(t) and t.attempt_id:
+                            new = self._apply(s, new, Exited(now, t.attempt_id, int(PlatformExit.NODE_LOST),
+                                                             f"node {t.node} lost"))
+                    if new is not job:
+                        store_jobs.save_job(s, new)
+        return lost
+
+    def schedule_pass(self) -> Decision:
+        now = self.clock()
+        with self.db.session() as s:
+            nodes = store_nodes.list_nodes(s)
+            jobs = store_jobs.active_jobs(s)
+            decision = schedule(build_snapshot(now, nodes, jobs, self.config.vcs))
+            by_key = {j.key: j for j in jobs}
+            node_by_name = {n.name: n for n in nodes}
+            led = ledgers(nodes, [t for j in jobs for t in j.tasks if holds_resources(t)])
+            for adm in decision.admissions:
+                job = by_key[adm.job]
+                try:
+                    bindings = tuple(
+                        Bound(p.role, p.index, p.node, node_by_name[p.node].address,
+                              *bind_task(led[p.node], job.spec.role(p.role)))
+                        for p in adm.placements
+                    )
+                except BindingError as e:
+                    log.warning("admission skipped job=%s node=%s reason=%s", job.key, e.node, e.what)
+                    continue
+                job = self._apply(s, job, Admitted(now, bindings))
+                store_jobs.save_job(s, job)
+                by_key[job.key] = job
+                log.info("job admitted job=%s placements=%s", job.key,
+                         ",".join(f"{p.role}[{p.index}]@{p.node}" for p in adm.placements))
+            for pre in decision.preemptions:
+                victim = by_key[pre.victim]
+                victim = self._apply(s, victim, Preempted(now, pre.preemptor, pre.rule, pre.message))
+                store_jobs.save_job(s, victim)
+                by_key[victim.key] = victim
+                log.info("job preempted job=%s preemptor=%s rule=%s", pre.victim, pre.preemptor, pre.rule)
+            for key, reason in decision.waiting.items():
+                job = by_key[key]
+                body = reason.to_dict()
+                if job.state is JobState.WAITING and job.waiting_reason != body:
+                    store_jobs.save_job(s, replace(job, waiting_reason=body))
+        return decision
+
+    def _apply(self, s: Session, job: Job, event: Event) -> Job:
+        new, cmds = on_event(job, event, self.ids)
+        self._record(s, new, cmds, event.now)
+        if new.state is not job.state:
+            log.info("job state job=%s %s->%s", job.key, job.state.value, new.state.value)
+        return new
+
+    def _record(self, s: Session, job: Job, cmds: Iterable[Command], now: float) -> None:
+        for c in cmds:
+            if isinstance(c, AttemptStarted):
+                t = c.task
+                assert t.attempt_id is not None
+                history.record_attempt(
+                    s,
+                    TaskAttempt(t.attempt_id, job.id, c.job_attempt, t.role, t.index, t.node, t.state, started_at=now),
+                )
+            elif isinstance(c, AttemptEnded):
+                t = c.task
+                assert t.attempt_id is not None
+                history.finish_attempt(
+                    s, t.attempt_id, state=t.state, finished_at=t.finished_at or now,
+                    exit_code=t.exit_code, exit_reason=t.exit_reason,
+                )
+            elif isinstance(c, Note):
+                history.add_event(s, job.id, now, c.kind, c.message, c.details)
+
+    # ---- reads --------------------------------------------------------------------------------
+
+    def node_usage(self) -> list[tuple[Node, Resources]]:
+        with self.db.session() as s:
+            nodes = store_nodes.list_nodes(s)
+            used = {n.name: Resources() for n in nodes}
+            for j in store_jobs.active_jobs(s):
+                for t in j.tasks:
+                    if holds_resources(t) and t.node in used:
+                        used[t.node] = used[t.node] + j.spec.role(t.role).resources
+        return [(n, used[n.name]) for n in nodes]

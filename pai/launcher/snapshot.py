@@ -1,0 +1,86 @@
+"""Build the scheduler's snapshot from domain values (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pai.domain.job import Job, Task
+from pai.domain.node import Node
+from pai.domain.resources import Resources
+from pai.domain.states import JobState, TaskState
+from pai.protocol.exitcodes import PlatformExit
+from pai.vc import NodeView, PendingJob, RunningJob, Snapshot, TaskRequest, VcQuota
+
+
+def holds_resources(t: Task) -> bool:
+    return t.node is not None and t.state in (TaskState.WAITING, TaskState.RUNNING, TaskState.STOPPING)
+
+
+def _request(job: Job, t: Task) -> TaskRequest:
+    role = job.spec.role(t.role)
+    return TaskRequest(
+        role=t.role,
+        index=t.index,
+        resources=role.resources,
+        gpu_type=role.gpu_type or job.spec.gpu_type,
+        ports=sum(p.count for p in role.all_ports()),
+    )
+
+
+def build_snapshot(
+    now: float, nodes: Iterable[Node], jobs: Iterable[Job], vcs: tuple[VcQuota, ...]
+) -> Snapshot:
+    nodes = list(nodes)
+    jobs = list(jobs)
+    used: dict[str, Resources] = {n.name: Resources() for n in nodes}
+    ports_used: dict[str, int] = {n.name: 0 for n in nodes}
+    running: list[RunningJob] = []
+    pending: list[PendingJob] = []
+    for job in jobs:
+        if job.state is JobState.WAITING:
+            pending.append(
+                PendingJob(
+                    key=job.key,
+                    vc=job.vc,
+                    user=job.user,
+                    priority=job.spec.priority,
+                    submitted_at=job.submitted_at,
+                    tasks=tuple(_request(job, t) for t in job.tasks),
+                )
+            )
+            continue
+        held = [t for t in job.tasks if holds_resources(t)]
+        if not held:
+            continue
+        for t in held:
+            assert t.node is not None
+            if t.node in used:
+                used[t.node] = used[t.node] + job.spec.role(t.role).resources
+                ports_used[t.node] += sum(len(p) for p in t.ports.values())
+        preempting = job.state is JobState.STOPPING or any(
+            t.state is TaskState.STOPPING and t.exit_code == PlatformExit.PREEMPTED for t in held
+        )
+        running.append(
+            RunningJob(
+                key=job.key,
+                vc=job.vc,
+                user=job.user,
+                priority=job.spec.priority,
+                started_at=job.started_at or job.submitted_at,
+                tasks=tuple((_request(job, t), t.node or "") for t in held),
+                preempting=preempting,
+            )
+        )
+    views = tuple(
+        NodeView(
+            name=n.name,
+            total=Resources(n.total.gpu - len(n.failed_gpus), n.total.cpu, n.total.memory_mb),
+            used=used[n.name],
+            gpu_type=n.gpu_type,
+            labels=dict(n.labels),
+            schedulable=n.state.schedulable(),
+            free_ports=(n.port_range[1] - n.port_range[0] + 1) - ports_used[n.name],
+        )
+        for n in nodes
+    )
+    return Snapshot(now=now, nodes=views, vcs=vcs, running=tuple(running), pending=tuple(pending))

@@ -1,0 +1,64 @@
+"""The master's app factory: engines and loops live in ``cleanup_ctx``; one route table; one error middleware."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+from aiohttp import ClientSession, web
+
+from pai.launcher.loop import LauncherLoop, StoreThread
+from pai.launcher.service import Launcher
+from pai.rest_server.config import MasterConfig
+from pai.rest_server.errors import error_middleware
+from pai.rest_server.keys import CONFIG, DB, HTTP, LAUNCHER, LOOP, STORE
+from pai.rest_server.routes import routes
+from pai.store import users
+from pai.store.db import Database
+
+log = logging.getLogger("pai.master")
+
+
+async def _database(app: web.Application) -> AsyncIterator[None]:
+    config = app[CONFIG]
+    config.data_dir.mkdir(parents=True, exist_ok=True)
+    store = StoreThread()
+    db = Database(config.db_url())
+    await store.call(db.migrate)
+    if config.admin_password:
+        def admin() -> None:
+            with db.session() as s:
+                users.ensure_admin(s, config.admin_user, config.admin_password or "")
+        await store.call(admin)
+    app[STORE] = store
+    app[DB] = db
+    app[LAUNCHER] = Launcher(db, config.launcher)
+    yield
+    await store.call(db.dispose)
+    store.close()
+
+
+async def _launcher_loop(app: web.Application) -> AsyncIterator[None]:
+    loop = LauncherLoop(app[LAUNCHER], app[STORE], app[CONFIG].tick_seconds)
+    app[LOOP] = loop
+    task = asyncio.create_task(loop.run(), name="launcher-loop")
+    yield
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+async def _http_client(app: web.Application) -> AsyncIterator[None]:
+    async with ClientSession() as session:
+        app[HTTP] = session
+        yield
+
+
+def make_app(config: MasterConfig) -> web.Application:
+    app = web.Application(middlewares=[error_middleware], client_max_size=4 * 1024 * 1024)
+    app[CONFIG] = config
+    app.cleanup_ctx.extend([_database, _launcher_loop, _http_client])
+    app.add_routes(routes)
+    return app

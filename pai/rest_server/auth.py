@@ -1,0 +1,48 @@
+"""Bearer-token authentication: who is calling, and may they."""
+
+from __future__ import annotations
+
+import hmac
+
+from aiohttp import web
+
+from pai.domain.errors import ForbiddenUserError, UnauthorizedUserError
+from pai.rest_server.keys import CONFIG, LAUNCHER, STORE
+from pai.store import tokens
+from pai.store.records import User
+
+
+def _bearer(request: web.Request) -> str:
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise UnauthorizedUserError("Authorization: a 'Bearer <token>' header is required; log in first")
+    return token.strip()
+
+
+async def current_user(request: web.Request) -> User:
+    token = _bearer(request)
+    launcher = request.app[LAUNCHER]
+
+    def resolve() -> User | None:
+        with launcher.db.session() as s:
+            return tokens.resolve_token(s, token, launcher.clock())
+
+    user = await request.app[STORE].call(resolve)
+    if user is None:
+        raise UnauthorizedUserError("the token is invalid or has expired; log in again")
+    return user
+
+
+def require_owner_or_admin(user: User, owner: str, action: str) -> None:
+    if not user.admin and user.name != owner:
+        raise ForbiddenUserError(f"user {user.name} may not {action} jobs of user {owner}")
+
+
+def check_agent(request: web.Request) -> None:
+    """Internal endpoints: when the master has an agent token, agents must present it."""
+    expected = request.app[CONFIG].agent_token
+    if expected is None:
+        return
+    if not hmac.compare_digest(_bearer(request), expected):
+        raise UnauthorizedUserError("the agent token is not valid")

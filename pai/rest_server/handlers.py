@@ -1,0 +1,93 @@
+"""Small handlers: info, health, login, nodes, and the internal agent endpoints."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aiohttp import web
+
+from pai import __version__
+from pai.domain.errors import InvalidParametersError, UnauthorizedUserError
+from pai.protocol.messages import HeartbeatRequest, ProtocolError, RegisterRequest
+from pai.rest_server.auth import check_agent, current_user
+from pai.rest_server.keys import CONFIG, LAUNCHER, LOOP, STORE
+from pai.rest_server.views import node_view
+from pai.store import tokens, users
+
+
+async def api_v1(request: web.Request) -> web.Response:
+    return web.json_response({"name": "pai", "version": __version__, "message": "pai REST server"})
+
+
+async def info(request: web.Request) -> web.Response:
+    return web.json_response(
+        {"name": "pai", "version": __version__, "launcherType": "pai", "authnMethod": "basic"}
+    )
+
+
+async def healthz(request: web.Request) -> web.Response:
+    return web.json_response({"status": "ok", "schedulingPasses": request.app[LOOP].passes})
+
+
+async def _json_body(request: web.Request) -> dict[str, Any]:
+    try:
+        body = await request.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise InvalidParametersError("body: must be a JSON object") from None
+    if not isinstance(body, dict):
+        raise InvalidParametersError("body: must be a JSON object")
+    return body
+
+
+async def login(request: web.Request) -> web.Response:
+    body = await _json_body(request)
+    name, password = body.get("username"), body.get("password")
+    if not isinstance(name, str) or not isinstance(password, str):
+        raise InvalidParametersError("username and password: both are required strings", field="username")
+    config = request.app[CONFIG]
+    expiration = body.get("expiration", config.token_ttl_seconds)
+    if not isinstance(expiration, int) or expiration <= 0:
+        raise InvalidParametersError("expiration: must be a positive number of seconds", field="expiration")
+    launcher = request.app[LAUNCHER]
+
+    def run() -> tuple[str, bool]:
+        with launcher.db.session() as s:
+            user = users.verify_password(s, name, password)
+            if user is None:
+                raise UnauthorizedUserError("the user name or password is not correct")
+            return tokens.issue_token(s, user.name, expiration, now=launcher.clock()), user.admin
+
+    token, admin = await request.app[STORE].call(run)
+    return web.json_response({"token": token, "user": name, "admin": admin})
+
+
+async def list_nodes(request: web.Request) -> web.Response:
+    await current_user(request)
+    usage = await request.app[STORE].call(request.app[LAUNCHER].node_usage)
+    return web.json_response([node_view(n, used) for n, used in usage])
+
+
+async def agent_register(request: web.Request) -> web.Response:
+    check_agent(request)
+    try:
+        req = RegisterRequest.from_dict(await _json_body(request))
+    except ProtocolError as e:
+        raise InvalidParametersError(str(e)) from None
+    reply = await request.app[STORE].call(request.app[LAUNCHER].register, req)
+    request.app[LOOP].wake()
+    return web.json_response(reply.to_dict())
+
+
+async def agent_heartbeat(request: web.Request) -> web.Response:
+    check_agent(request)
+    try:
+        req = HeartbeatRequest.from_dict(await _json_body(request))
+    except ProtocolError as e:
+        raise InvalidParametersError(str(e)) from None
+    if req.node != request.match_info["node"]:
+        raise InvalidParametersError(f"node: the body names {req.node!r}, the path {request.match_info['node']!r}")
+    reply = await request.app[STORE].call(request.app[LAUNCHER].heartbeat, req)
+    if any(r.status.value == "exited" for r in req.containers):
+        request.app[LOOP].wake()
+    return web.json_response(reply.to_dict())

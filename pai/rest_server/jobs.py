@@ -1,0 +1,198 @@
+"""Job handlers: submit, list, detail, config, attempts, stop, logs."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+from aiohttp import ClientError, ClientTimeout, web
+
+from pai.domain.errors import ForbiddenUserError, InvalidParametersError, NoTaskError
+from pai.domain.job import Job
+from pai.domain.states import JobState
+from pai.jobspec import masked_config, parse_job
+from pai.rest_server.auth import current_user, require_owner_or_admin
+from pai.rest_server.keys import HTTP, LAUNCHER, LOOP, STORE
+from pai.rest_server.views import attempt_view, job_detail, job_summary
+from pai.store import history, nodes
+from pai.store import jobs as store_jobs
+
+
+async def _submit(request: web.Request, user: str) -> web.Response:
+    body = await request.read()
+    parsed = parse_job(body, request.content_type)
+    job = await request.app[STORE].call(request.app[LAUNCHER].submit, user, parsed.spec, parsed.text)
+    request.app[LOOP].wake()
+    return web.json_response(
+        {"message": f"update job {job.name} successfully", "jobName": job.key}, status=202
+    )
+
+
+async def submit_v2(request: web.Request) -> web.Response:
+    user = await current_user(request)
+    return await _submit(request, user.name)
+
+
+async def submit_v1(request: web.Request) -> web.Response:
+    user = await current_user(request)
+    owner = request.match_info["user"]
+    if owner != user.name:
+        raise ForbiddenUserError(f"user {user.name} may not submit jobs as {owner}")
+    return await _submit(request, owner)
+
+
+def _int_param(request: web.Request, name: str, default: int | None) -> int | None:
+    raw = request.query.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InvalidParametersError(f"{name}: {raw!r} is not an integer", field=name) from None
+    if value < 0:
+        raise InvalidParametersError(f"{name}: {value} is less than the minimum of 0", field=name)
+    return value
+
+
+def _states(raw: str | None) -> list[JobState] | None:
+    if not raw:
+        return None
+    try:
+        return [JobState(s.strip().upper()) for s in raw.split(",")]
+    except ValueError:
+        allowed = ", ".join(s.value for s in JobState)
+        raise InvalidParametersError(f"state: {raw!r} is not one of {allowed}", field="state") from None
+
+
+async def list_jobs(request: web.Request) -> web.Response:
+    await current_user(request)
+    q = request.query
+    order = q.get("order", "desc").lower()
+    launcher = request.app[LAUNCHER]
+    kwargs: dict[str, Any] = {
+        "username": q.get("username") or None,
+        "vc": q.get("vc") or None,
+        "states": _states(q.get("state")),
+        "keyword": q.get("keyword") or None,
+        "offset": _int_param(request, "offset", 0),
+        "limit": _int_param(request, "limit", None),
+        "order": order,
+    }
+
+    def run() -> tuple[list[Job], int]:
+        with launcher.db.session() as s:
+            return store_jobs.list_jobs(s, **kwargs)
+
+    jobs, total = await request.app[STORE].call(run)
+    data = [job_summary(j) for j in jobs]
+    if q.get("withTotalCount", "").lower() == "true":
+        return web.json_response({"totalCount": total, "data": data})
+    return web.json_response(data)
+
+
+def _key(request: web.Request) -> str:
+    return request.match_info["key"]
+
+
+async def job_detail_handler(request: web.Request) -> web.Response:
+    await current_user(request)
+    launcher = request.app[LAUNCHER]
+    key = _key(request)
+
+    def run() -> dict[str, Any]:
+        with launcher.db.session() as s:
+            job = store_jobs.get_job(s, key)
+            return job_detail(job, history.list_events(s, job.id))
+
+    return web.json_response(await request.app[STORE].call(run))
+
+
+async def job_config(request: web.Request) -> web.Response:
+    await current_user(request)
+    launcher = request.app[LAUNCHER]
+    key = _key(request)
+
+    def run() -> str:
+        with launcher.db.session() as s:
+            return store_jobs.get_config_text(s, key)
+
+    text = await request.app[STORE].call(run)
+    config = masked_config(parse_job(text))
+    if "yaml" in request.headers.get("Accept", ""):
+        return web.Response(text=yaml.safe_dump(config, sort_keys=False), content_type="text/yaml")
+    return web.json_response(config)
+
+
+async def job_attempts(request: web.Request) -> web.Response:
+    await current_user(request)
+    launcher = request.app[LAUNCHER]
+    key = _key(request)
+
+    def run() -> list[dict[str, Any]]:
+        with launcher.db.session() as s:
+            job = store_jobs.get_job(s, key)
+            return [attempt_view(a) for a in history.list_attempts(s, job.id)]
+
+    return web.json_response(await request.app[STORE].call(run))
+
+
+async def execution_type(request: web.Request) -> web.Response:
+    user = await current_user(request)
+    try:
+        body = await request.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise InvalidParametersError("body: must be JSON like {\"value\": \"STOP\"}", field="value") from None
+    value = body.get("value") if isinstance(body, dict) else None
+    if value not in ("STOP", "START"):
+        raise InvalidParametersError(f"value: {value!r} is not one of STOP, START", field="value")
+    key = _key(request)
+    launcher = request.app[LAUNCHER]
+    if value == "START":
+        raise InvalidParametersError("value: START is not supported; submit the job again", field="value")
+
+    def run() -> None:
+        with launcher.db.session() as s:
+            job = store_jobs.get_job(s, key)
+        require_owner_or_admin(user, job.user, "stop")
+        launcher.stop(key, user.name)
+
+    await request.app[STORE].call(run)
+    request.app[LOOP].wake()
+    return web.json_response({"message": f"execute job {key} successfully"}, status=202)
+
+
+async def task_log(request: web.Request) -> web.Response:
+    await current_user(request)
+    key = _key(request)
+    role = request.match_info["role"]
+    stream = request.match_info["stream"]
+    try:
+        index = int(request.match_info["index"])
+    except ValueError:
+        raise InvalidParametersError("index: must be an integer", field="index") from None
+    tail = _int_param(request, "tail", None)
+    launcher = request.app[LAUNCHER]
+
+    def locate() -> tuple[str, str, int]:
+        with launcher.db.session() as s:
+            job = store_jobs.get_job(s, key)
+            attempts = [a for a in history.list_attempts(s, job.id) if a.role == role and a.index == index]
+            if not attempts or attempts[-1].node is None:
+                raise NoTaskError(f"task {role}[{index}] of job {key} has no attempt yet")
+            last = attempts[-1]
+            assert last.node is not None
+            node = nodes.get_node(s, last.node)
+            return last.attempt_id, node.address, nodes.get_log_port(s, node.name)
+
+    attempt_id, address, port = await request.app[STORE].call(locate)
+    url = f"http://{address}:{port}/logs/{attempt_id}/{stream}"
+    params = {"tail": str(tail)} if tail is not None else {}
+    try:
+        async with request.app[HTTP].get(url, params=params, timeout=ClientTimeout(total=10)) as resp:
+            text = await resp.text()
+            if resp.status != 200:
+                raise NoTaskError(f"the agent at {address} has no {stream} for {role}[{index}] of {key}")
+    except ClientError as e:
+        raise NoTaskError(f"the agent at {address}:{port} did not answer for the log: {e}") from None
+    return web.Response(text=text, content_type="text/plain")

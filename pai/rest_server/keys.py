@@ -1,0 +1,17 @@
+"""The application's typed keys."""
+
+from __future__ import annotations
+
+from aiohttp import ClientSession, web
+
+from pai.launcher.loop import LauncherLoop, StoreThread
+from pai.launcher.service import Launcher
+from pai.rest_server.config import MasterConfig
+from pai.store.db import Database
+
+CONFIG = web.AppKey("config", MasterConfig)
+DB = web.AppKey("db", Database)
+STORE = web.AppKey("store", StoreThread)
+LAUNCHER = web.AppKey("launcher", Launcher)
+LOOP = web.AppKey("loop", LauncherLoop)
+HTTP = web.AppKey("http", ClientSession)

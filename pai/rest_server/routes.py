@@ -1,0 +1,29 @@
+"""The one route table."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from pai.rest_server import handlers as h
+from pai.rest_server import jobs
+
+JOB = "/api/v2/jobs/{key:[^/]+~[^/]+}"
+
+routes: list[web.RouteDef] = [
+    web.get("/api/v1", h.api_v1),
+    web.get("/api/v2/info", h.info),
+    web.get("/healthz", h.healthz),
+    web.post("/api/v1/authn/basic/login", h.login),
+    web.post("/api/v2/authn/basic/login", h.login),
+    web.post("/api/v1/user/{user}/jobs", jobs.submit_v1),
+    web.post("/api/v2/jobs", jobs.submit_v2),
+    web.get("/api/v2/jobs", jobs.list_jobs),
+    web.get(JOB, jobs.job_detail_handler),
+    web.get(JOB + "/config", jobs.job_config),
+    web.get(JOB + "/attempts", jobs.job_attempts),
+    web.put(JOB + "/executionType", jobs.execution_type),
+    web.get(JOB + "/tasks/{role}/{index}/logs/{stream:stdout|stderr}", jobs.task_log),
+    web.get("/api/v2/nodes", h.list_nodes),
+    web.post("/api/internal/agents/register", h.agent_register),
+    web.post("/api/internal/agents/{node}/heartbeat", h.agent_heartbeat),
+]

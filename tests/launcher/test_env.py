@@ -1,0 +1,72 @@
+"""The PAI_* and PyTorch environment of a task."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pai.domain.job import Job
+from pai.domain.jobspec import PortSpec
+from pai.launcher.env import task_env
+from tests.launcher.builders import job, role
+
+
+def placed() -> Job:
+    j = job(role("ps", 1), role("worker", 2, gpu=2, ports=(PortSpec("tb", 2),)), name="dist")
+    tasks = []
+    for n, t in enumerate(j.tasks):
+        ports = {"http": (20000 + 10 * n,), "ssh": (20001 + 10 * n,)}
+        if t.role == "worker":
+            ports["tb"] = (20002 + 10 * n, 20003 + 10 * n)
+        tasks.append(replace(t, node=f"n{n}", address=f"10.0.0.{n + 1}", ports=ports,
+                             gpus=(0, 1) if t.role == "worker" else (), attempt_id=f"att{n}"))
+    return replace(j, tasks=tuple(tasks))
+
+
+def test_role_lists_and_host_lists_are_complete() -> None:
+    j = placed()
+    env = task_env(j, j.task("worker", 1))
+    assert env["PAI_JOB_NAME"] == "alice~dist"
+    assert env["PAI_USER_NAME"] == "alice"
+    assert env["PAI_TASK_ROLE_COUNT"] == "2"
+    assert env["PAI_TASK_ROLE_LIST"] == "ps,worker"
+    assert env["PAI_TASK_ROLE_worker_HOST_LIST"] == "10.0.0.2:20010,10.0.0.3:20020"
+    assert env["PAI_TASK_ROLE_ps_HOST_LIST"] == "10.0.0.1:20000"
+    assert env["PAI_TASK_ROLE_TASK_COUNT_worker"] == "2"
+    assert env["PAI_HOST_IP_worker_0"] == "10.0.0.2"
+    assert env["PAI_PORT_LIST_worker_1_tb"] == "20022,20023"
+    assert env["PAI_RESOURCE_worker"] == "2,1,256,64"
+    assert env["PAI_MIN_FAILED_TASK_COUNT_worker"] == "1"
+    assert env["PAI_MIN_SUCCEEDED_TASK_COUNT_worker"] == "-1"
+
+
+def test_current_container_variables() -> None:
+    j = placed()
+    env = task_env(j, j.task("worker", 1))
+    assert env["PAI_CURRENT_TASK_ROLE_NAME"] == "worker"
+    assert env["PAI_CURRENT_TASK_ROLE_CURRENT_TASK_INDEX"] == "1"
+    assert env["PAI_TASK_INDEX"] == "1"
+    assert env["PAI_CONTAINER_HOST_IP"] == "10.0.0.3"
+    assert env["PAI_CONTAINER_HOST_PORT"] == "20020"
+    assert env["PAI_CONTAINER_SSH_PORT"] == "20021"
+    assert env["PAI_CONTAINER_HOST_PORT_LIST"] == "http:20020;ssh:20021;tb:20022,20023;"
+    assert env["PAI_CONTAINER_ID"] == "att2"
+    assert env["NVIDIA_VISIBLE_DEVICES"] == "0,1"
+    assert task_env(j, j.task("ps", 0))["NVIDIA_VISIBLE_DEVICES"] == "none"
+
+
+def test_pytorch_rendezvous_uses_rank_order() -> None:
+    j = placed()
+    envs = [task_env(j, t) for t in j.tasks]
+    assert {e["MASTER_ADDR"] for e in envs} == {"10.0.0.1"}
+    assert {e["MASTER_PORT"] for e in envs} == {"20000"}
+    assert {e["WORLD_SIZE"] for e in envs} == {"3"}
+    assert sorted(e["RANK"] for e in envs) == ["0", "1", "2"]
+    assert task_env(j, j.task("worker", 0))["RANK"] == "1"
+
+
+def test_job_envs_are_passed_and_platform_names_win() -> None:
+    j = placed()
+    j = replace(j, spec=replace(j.spec, job_envs={"FOO": "bar", "PAI_JOB_NAME": "spoof"}))
+    env = task_env(j, j.task("ps", 0))
+    assert env["FOO"] == "bar"
+    assert env["PAI_JOB_NAME"] == "alice~dist"
