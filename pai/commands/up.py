@@ -123,12 +123,16 @@ def _run(url: str, password: str, file: Path) -> int:
 @click.option("--run", "run_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="Submit FILE, wait for it, print its tasks' output, then stop everything.")
 @click.option("--gpus", type=int, default=None, help="GPUs of the local agent (default: detected, else 0).")
-@click.option("--cpus", type=int, default=None, help="CPUs of the local agent (default: detected).")
+@click.option("--cpus", type=int, default=None, help="CPU slots of the local agent (default: 4 per core).")
 @click.option("--memory-mb", type=int, default=None, help="Memory of the local agent (default: detected).")
 def up(host: str, port: int | None, data_dir: Path | None, run_file: Path | None, gpus: int | None, cpus: int | None,
        memory_mb: int | None) -> None:
     """Run an embedded cluster: a master on SQLite, one local agent and an admin user."""
     setup_logging("up")
+    if cpus is None:
+        # The process runtime does not pin CPUs: the embedded cluster offers 4 slots per core so that a
+        # small distributed job (e.g. examples/hello-v1.json, 3 tasks) fits on a 2-core laptop.
+        cpus = 4 * len(os.sched_getaffinity(0))
     flags: list[str] = []
     for name, value in (("--gpus", gpus), ("--cpus", cpus), ("--memory-mb", memory_mb)):
         if value is not None:

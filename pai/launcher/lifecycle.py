@@ -234,7 +234,9 @@ def _stop(job: Job, ev: StopRequested, cmds: list[Command]) -> Job:
         return job
     cmds.append(Note("stop-requested", f"stop requested by {ev.by}", {"by": ev.by}))
     if job.state is JobState.WAITING:
-        return job.with_state(JobState.STOPPED, completed_at=ev.now, exit_code=int(PlatformExit.STOPPED))
+        return job.with_state(
+            JobState.STOPPED, completed_at=ev.now, exit_code=int(PlatformExit.STOPPED), waiting_reason=None
+        )
     job = _stop_tasks(job, int(PlatformExit.STOPPED), f"stopped by {ev.by}")
     return job.with_state(JobState.STOPPING, exit_code=int(PlatformExit.STOPPED))
 

@@ -118,8 +118,10 @@ async def job_config(request: web.Request) -> web.Response:
             return store_jobs.get_config_text(s, key)
 
     text = await request.app[STORE].call(run)
-    config = masked_config(parse_job(text))
-    if "yaml" in request.headers.get("Accept", ""):
+    parsed = parse_job(text)
+    config = masked_config(parsed)
+    accept = request.headers.get("Accept", "")
+    if "yaml" in accept or (parsed.protocol_version == 2 and "json" not in accept):
         return web.Response(text=yaml.safe_dump(config, sort_keys=False), content_type="text/yaml")
     return web.json_response(config)
 

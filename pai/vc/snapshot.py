@@ -5,22 +5,37 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pai.domain.resources import Resources
+from pai.domain.resources import ZERO, Resources
+from pai.vc.policy import DEFAULT_CONFIG, DEFAULT_POLICY, PreemptionPolicy, SchedulerConfig
 
 
 @dataclass(frozen=True, slots=True)
 class NodeView:
+    """A worker node.
+
+    ``used`` is what is taken on the node by anything NOT listed in ``Snapshot.running`` (system daemons,
+    foreign containers); the scheduler adds the tasks of ``running`` itself. ``free_ports`` is the number of
+    ports free on the node now. ``failed_gpus`` GPUs are subtracted from ``total.gpu`` (pass either a reduced
+    total or this count, not both).
+    """
+
     name: str
     total: Resources
-    used: Resources = Resources()
+    used: Resources = ZERO
     gpu_type: str | None = None
     labels: dict[str, str] = field(default_factory=dict)
     schedulable: bool = True
     free_ports: int = 1_000_000
+    failed_gpus: int = 0
 
     @property
     def free(self) -> Resources:
         return self.total - self.used
+
+    @property
+    def usable(self) -> Resources:
+        """The total minus failed GPUs: what the scheduler may ever place on this node."""
+        return Resources(max(self.total.gpu - self.failed_gpus, 0), self.total.cpu, self.total.memory_mb)
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +45,7 @@ class TaskRequest:
     resources: Resources
     gpu_type: str | None = None
     ports: int = 2  # how many ports the task needs on its node
+    node_selector: tuple[tuple[str, str], ...] = ()  # (label, value) pairs the node must carry
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +74,7 @@ class RunningJob:
     started_at: float
     tasks: tuple[tuple[TaskRequest, str], ...]  # (request, node name)
     preempting: bool = False  # already told to stop; its resources are freed when it exits
+    preempted_by: str = ""  # key of the pending job it was preempted for, when known
 
     @property
     def request(self) -> Resources:
@@ -69,9 +86,24 @@ class RunningJob:
 
 @dataclass(frozen=True, slots=True)
 class VcQuota:
+    """A virtual cluster's share, in absolute amounts (pai.vc.config resolves percents).
+
+    The VC named ``default`` holds the rest of the cluster when its ``guaranteed`` is left at zero.
+    ``lending_limit``: how much of its idle guarantee others may borrow (None: all of it).
+    ``user_gpu_limit``: at most this many GPUs per user in this VC; ``user_gpu_limits`` overrides per user.
+    """
+
     name: str
-    guaranteed: Resources = Resources()
+    guaranteed: Resources = ZERO
     max: Resources | None = None  # None: the whole cluster
+    lending_limit: Resources | None = None
+    preemption: PreemptionPolicy = DEFAULT_POLICY
+    strict_fifo: bool = False
+    user_gpu_limit: int | None = None
+    user_gpu_limits: dict[str, int] = field(default_factory=dict)
+
+    def gpu_limit_for(self, user: str) -> int | None:
+        return self.user_gpu_limits.get(user, self.user_gpu_limit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +113,7 @@ class Snapshot:
     vcs: tuple[VcQuota, ...] = (VcQuota("default"),)
     running: tuple[RunningJob, ...] = ()
     pending: tuple[PendingJob, ...] = ()
+    config: SchedulerConfig = DEFAULT_CONFIG
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,3 +153,5 @@ class Decision:
     admissions: tuple[Admission, ...] = ()
     preemptions: tuple[Preemption, ...] = ()
     waiting: dict[str, WaitingReason] = field(default_factory=dict)
+    # Jobs waiting for their victims to exit, with the placement they will get (not yet to be started).
+    planned: dict[str, Admission] = field(default_factory=dict)

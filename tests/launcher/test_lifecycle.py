@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from pai.domain.job import Job
@@ -144,8 +146,9 @@ def test_task_retry_restarts_the_task_in_place() -> None:
 
 
 def test_stop_while_waiting_is_immediate() -> None:
-    j, cmds = on_event(job(), StopRequested(3.0, "alice"), Counter())
-    assert j.state is JobState.STOPPED and j.completed_at == 3.0
+    waiting = replace(job(), waiting_reason={"code": "NoNodeFits", "message": "..."})
+    j, cmds = on_event(waiting, StopRequested(3.0, "alice"), Counter())
+    assert j.state is JobState.STOPPED and j.completed_at == 3.0 and j.waiting_reason is None
 
 
 def test_stop_while_running_stops_every_task() -> None:

@@ -1,0 +1,79 @@
+"""The master's REST endpoints the CLI uses, one method each (paths and shapes of /tmp/rest_contract.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pai.cli.http import HttpClient, quote_segment
+
+
+@dataclass(frozen=True, slots=True)
+class JobFilters:
+    """Query of ``GET /api/v2/jobs``; ``None`` leaves a filter out."""
+
+    username: str | None = None
+    vc: str | None = None
+    state: str | None = None
+    keyword: str | None = None
+    limit: int | None = None
+    offset: int | None = None
+    order: str = "desc"
+
+    def query(self, *, with_total: bool) -> dict[str, str | int | None]:
+        return {
+            "username": self.username,
+            "vc": self.vc,
+            "state": self.state,
+            "keyword": self.keyword,
+            "offset": self.offset,
+            "limit": self.limit,
+            "order": self.order,
+            "withTotalCount": "true" if with_total else None,
+        }
+
+
+def _job_path(key: str) -> str:
+    return f"/api/v2/jobs/{quote_segment(key)}"
+
+
+class MasterApi:
+    """Typed access to one master; every method raises pai.cli.errors.CliError subclasses on failure."""
+
+    def __init__(self, http: HttpClient) -> None:
+        self.http = http
+
+    def login(self, username: str, password: str, expiration: int | None = None) -> dict[str, Any]:
+        payload: dict[str, Any] = {"username": username, "password": password}
+        if expiration is not None:
+            payload["expiration"] = expiration
+        result: dict[str, Any] = self.http.json("POST", "/api/v2/authn/basic/login", payload=payload)
+        return result
+
+    def submit(self, body: bytes, content_type: str) -> dict[str, Any]:
+        resp = self.http.request("POST", "/api/v2/jobs", body=body, content_type=content_type)
+        result: dict[str, Any] = self.http.decode_json("POST", "/api/v2/jobs", resp)
+        return result
+
+    def list_jobs(self, filters: JobFilters, *, with_total: bool = False) -> Any:
+        """A list of JobSummary, or ``{"totalCount", "data"}`` when ``with_total``."""
+        return self.http.json("GET", "/api/v2/jobs", query=filters.query(with_total=with_total))
+
+    def job(self, key: str) -> dict[str, Any]:
+        result: dict[str, Any] = self.http.json("GET", _job_path(key))
+        return result
+
+    def job_config(self, key: str) -> str:
+        return self.http.request("GET", _job_path(key) + "/config").text()
+
+    def stop_job(self, key: str) -> dict[str, Any]:
+        result: dict[str, Any] = self.http.json("PUT", _job_path(key) + "/executionType", payload={"value": "STOP"})
+        return result
+
+    def task_log(self, key: str, role: str, index: int, stream: str, tail: int | None = None) -> str:
+        path = f"{_job_path(key)}/tasks/{quote_segment(role)}/{index}/logs/{stream}"
+        return self.http.request("GET", path, query={"tail": tail}).text()
+
+    def nodes(self) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = self.http.json("GET", "/api/v2/nodes")
+        return result

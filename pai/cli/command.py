@@ -1,0 +1,80 @@
+"""What every client command shares: one-line errors instead of tracebacks, ``--master``, the connection."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NoReturn, TypeVar
+
+import click
+
+from pai.cli.api import MasterApi
+from pai.cli.config import Session, config_path, load_config, resolve_session
+from pai.cli.errors import CliError, JobNameError
+from pai.cli.http import HttpClient
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def fail(message: str) -> NoReturn:
+    """Report ``error: <message>`` on stderr and exit 1."""
+    click.echo(f"error: {message}", err=True)
+    raise click.exceptions.Exit(1)
+
+
+class ClientCommand(click.Command):
+    """A command whose failures print one line on stderr: exit 1 for API errors, 2 for usage (click's)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except CliError as exc:
+            fail(exc.render())
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort, BrokenPipeError):
+            raise
+        except Exception as exc:
+            if os.environ.get("PAI_DEBUG"):
+                raise
+            fail(f"internal error: {type(exc).__name__}: {exc} (set PAI_DEBUG=1 for a traceback)")
+
+
+def client_command(name: str | None = None, **kwargs: Any) -> Callable[[F], click.Command]:
+    def decorate(func: F) -> click.Command:
+        return click.command(name, cls=ClientCommand, **kwargs)(func)
+
+    return decorate
+
+
+def master_option(func: F) -> F:
+    return click.option(
+        "--master",
+        envvar="PAI_MASTER_URL",
+        metavar="URL",
+        help="The master's URL (default: the one you logged in to; env PAI_MASTER_URL).",
+    )(func)
+
+
+def job_key(name: str, user: str | None) -> str:
+    """``user~job`` as given, or ``job`` qualified with the logged-in user."""
+    if "~" in name:
+        return name
+    if not user:
+        raise JobNameError(name)
+    return f"{user}~{name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Connection:
+    session: Session
+    api: MasterApi
+
+    def job_key(self, name: str) -> str:
+        return job_key(name, self.session.user)
+
+
+def connect(master: str | None) -> Connection:
+    """The session for this command (config file, PAI_TOKEN, PAI_USER) and an API client for it."""
+    env = os.environ
+    session = resolve_session(master, env, load_config(config_path(env)))
+    return Connection(session, MasterApi(HttpClient(session.master, session.token)))

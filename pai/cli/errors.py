@@ -1,0 +1,73 @@
+"""Errors the CLI reports as one line on stderr (``error: ...``) with exit code 1."""
+
+from __future__ import annotations
+
+
+class CliError(Exception):
+    """Base of every error a client command reports without a traceback."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def render(self) -> str:
+        return self.message
+
+
+class ApiError(CliError):
+    """The master answered with a non-2xx status and (usually) an OpenPAI ``{code, message}`` body."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+
+    def render(self) -> str:
+        hint = " (log in with `pai login`, or set PAI_TOKEN)" if self.status == 401 else ""
+        return f"{self.code}: {self.message}{hint}"
+
+
+class UnreachableError(CliError):
+    """No HTTP answer at all: connection refused, DNS failure, timeout, reset."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(f"cannot reach the master at {url}: {reason}")
+        self.url = url
+        self.reason = reason
+
+
+class BadResponseError(CliError):
+    """A 2xx answer the client cannot read (not JSON where JSON was promised)."""
+
+    def __init__(self, method: str, url: str, detail: str) -> None:
+        super().__init__(f"unexpected answer from the master to {method} {url}: {detail}")
+        self.method = method
+        self.url = url
+        self.detail = detail
+
+
+class SpecFileError(CliError):
+    """A job spec file the client cannot read or parse before sending it."""
+
+    def __init__(self, source: str, detail: str) -> None:
+        super().__init__(f"cannot read job spec {source}: {detail}")
+        self.source = source
+        self.detail = detail
+
+
+class JobNameError(CliError):
+    """A bare job name given while no user is known to qualify it."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"cannot tell whose job {name!r} is: give it as user~job, or log in with `pai login`")
+        self.name = name
+
+
+class WaitTimeoutError(CliError):
+    """``submit --wait`` gave up before the job reached a terminal state."""
+
+    def __init__(self, job: str, timeout: float, state: str) -> None:
+        super().__init__(f"job {job} is still {state} after {timeout:g}s")
+        self.job = job
+        self.timeout = timeout
+        self.state = state

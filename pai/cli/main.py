@@ -1,0 +1,28 @@
+"""The ``pai`` command group; server commands (master, agent, up, ...) are added to it by pai.main."""
+
+from __future__ import annotations
+
+import click
+
+from pai.cli.auth import login, logout
+from pai.cli.jobs import job, list_jobs, logs, stop
+from pai.cli.nodes import nodes
+from pai.cli.submit import submit
+
+
+@click.group("pai", context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="pai", prog_name="pai")
+def cli() -> None:
+    """pai: submit and watch jobs on a pai (OpenPAI-compatible) cluster."""
+
+
+for command in (login, logout, submit, list_jobs, job, logs, stop, nodes):
+    cli.add_command(command)
+
+
+def main() -> None:
+    cli(prog_name="pai")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,40 @@
+"""``pai nodes``: the worker machines, their state, usage and last heartbeat."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pai.cli.command import client_command, connect, master_option
+from pai.cli.output import OutputFormat, format_ago, format_memory, output_option, render_table, used_total
+
+NODE_HEADERS = ("NAME", "ADDRESS", "STATE", "GPU", "CPU", "MEM", "LAST HEARTBEAT")
+
+
+def render_nodes(nodes: Any, now_ms: float) -> str:
+    rows = []
+    for node in nodes if isinstance(nodes, list) else []:
+        used = node.get("used") or {}
+        total = node.get("total") or {}
+        rows.append((
+            node.get("name"),
+            node.get("address"),
+            node.get("state"),
+            used_total(used.get("gpu"), total.get("gpu")),
+            used_total(used.get("cpu"), total.get("cpu")),
+            used_total(used.get("memoryMB"), total.get("memoryMB"), format_memory),
+            format_ago(node.get("lastHeartbeat"), now_ms),
+        ))
+    return render_table(NODE_HEADERS, rows)
+
+
+@client_command("nodes")
+@output_option
+@master_option
+def nodes(output: OutputFormat, master: str | None) -> None:
+    """List nodes with usage and last heartbeat.
+
+    GPU, CPU and memory are used/total; LAST HEARTBEAT is how long ago the node last reported.
+    """
+    answer = connect(master).api.nodes()
+    output.emit(answer, lambda raw: render_nodes(raw, time.time() * 1000))

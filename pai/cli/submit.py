@@ -1,0 +1,124 @@
+"""``pai submit``: send a v1 JSON or v2 YAML job spec, optionally wait for the job to finish."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import IO, Any
+
+import click
+import yaml
+
+from pai.cli.command import client_command, connect, master_option
+from pai.cli.errors import BadResponseError, SpecFileError, WaitTimeoutError
+from pai.cli.jobview import job_state, render_final, render_progress
+from pai.domain import JobState
+
+JSON_TYPE = "application/json"
+YAML_TYPE = "text/yaml"
+_YAML_SUFFIXES = frozenset({".yaml", ".yml"})
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedSpec:
+    """The request body and Content-Type for ``POST /api/v2/jobs``."""
+
+    body: bytes
+    content_type: str
+    protocol_version: int
+
+
+def _parse(text: str, source: str) -> tuple[Any, bool]:
+    """The parsed document and whether it was read as JSON (by extension, else by content)."""
+    suffix = PurePath(source).suffix.lower()
+    as_json = suffix == ".json" or (suffix not in _YAML_SUFFIXES and text.lstrip().startswith("{"))
+    if as_json:
+        try:
+            return json.loads(text), True
+        except ValueError as exc:
+            raise SpecFileError(source, f"invalid JSON: {exc}") from None
+    try:
+        return yaml.safe_load(text), False
+    except yaml.YAMLError as exc:
+        raise SpecFileError(source, f"invalid YAML: {exc}".replace("\n", " ")) from None
+
+
+def prepare_spec(text: str, source: str) -> PreparedSpec:
+    """v2 (``protocolVersion: 2``) goes as YAML text; anything else is a v1 job and goes as JSON."""
+    doc, was_json = _parse(text, source)
+    if not isinstance(doc, dict):
+        raise SpecFileError(source, "expected a mapping (a JSON object or YAML mapping) at the top level")
+    if str(doc.get("protocolVersion")) == "2":
+        return PreparedSpec(text.encode(), YAML_TYPE, 2)
+    body = text if was_json else json.dumps(doc, default=str)
+    return PreparedSpec(body.encode(), JSON_TYPE, 1)
+
+
+def wait_for_job(
+    fetch: Callable[[], dict[str, Any]],
+    *,
+    key: str,
+    timeout: float | None,
+    interval: float,
+    on_change: Callable[[dict[str, Any]], None],
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict[str, Any]:
+    """Poll the job detail until its state is terminal; report every change of state. Returns the last detail."""
+    deadline = None if timeout is None else clock() + timeout
+    last: str | None = None
+    while True:
+        detail = fetch()
+        state = job_state(detail)
+        if state != last:
+            on_change(detail)
+            last = state
+        if _terminal(state):
+            return detail
+        if deadline is not None and clock() + interval > deadline:
+            raise WaitTimeoutError(key, timeout or 0.0, state)
+        sleep(interval)
+
+
+def _terminal(state: str) -> bool:
+    try:
+        return JobState(state).is_terminal()
+    except ValueError:
+        return False
+
+
+@client_command("submit")
+@click.argument("file", type=click.File("r", encoding="utf-8"))
+@click.option("--wait", is_flag=True, help="Wait until the job ends; exit 0 only if it SUCCEEDED.")
+@click.option("--timeout", type=click.FloatRange(min=0), metavar="SECONDS", help="Give up waiting after this long.")
+@click.option("--interval", type=click.FloatRange(min=0.01), default=2.0, show_default=True, metavar="SECONDS",
+              help="Time between two polls while waiting.")
+@master_option
+def submit(file: IO[str], wait: bool, timeout: float | None, interval: float, master: str | None) -> None:
+    """Submit a job spec (v1 JSON or v2 YAML).
+
+    FILE is the spec, '-' for stdin. Prints the job name user~job.
+    """
+    source = "<stdin>" if file.name == "<stdin>" else str(file.name)
+    spec = prepare_spec(file.read(), source)
+    conn = connect(master)
+    answer = conn.api.submit(spec.body, spec.content_type)
+    key = answer.get("jobName")
+    if not isinstance(key, str) or not key:
+        raise BadResponseError("POST", conn.session.master + "/api/v2/jobs", "no jobName in the answer")
+    click.echo(key)
+    if not wait:
+        return
+    final = wait_for_job(
+        lambda: conn.api.job(key),
+        key=key,
+        timeout=timeout,
+        interval=interval,
+        on_change=lambda detail: click.echo(render_progress(key, detail), err=True),
+    )
+    click.echo(render_final(key, final))
+    if job_state(final) != JobState.SUCCEEDED.value:
+        raise click.exceptions.Exit(1)

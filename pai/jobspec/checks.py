@@ -1,0 +1,31 @@
+"""Rules a JSON Schema cannot state, shared by both protocols."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from pai.domain.errors import InvalidProtocolError
+
+
+def require_unique(names: Iterable[tuple[str, str]], what: str) -> None:
+    """``names`` is ``(field path, name)`` pairs; the second use of a name is the error."""
+    seen: set[str] = set()
+    for path, name in names:
+        if name in seen:
+            raise InvalidProtocolError(f"{path}: duplicate {what} {name!r}", field=path)
+        seen.add(name)
+
+
+def require_shm_within_memory(path: str, shm_mb: int, memory_mb: int) -> None:
+    if shm_mb > memory_mb:
+        raise InvalidProtocolError(f"{path}: {shm_mb} is greater than memoryMB {memory_mb}", field=path)
+
+
+def whole(value: Any) -> int:
+    """A schema-checked integer as an ``int``: JSON Schema's ``integer`` also admits ``2.0``."""
+    return int(value)
+
+
+def whole_or_none(value: Any) -> int | None:
+    return None if value is None else int(value)

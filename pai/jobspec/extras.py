@@ -1,0 +1,43 @@
+"""What the scheduler reads from ``extras``: priority class, gang allocation, GPU (SKU) type per role."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pai.domain.errors import InvalidProtocolError
+from pai.domain.jobspec import DEFAULT_PRIORITY_CLASS, PRIORITY_CLASSES
+
+PRIORITY_FIELD = "extras.hivedScheduler.jobPriorityClass"
+
+
+@dataclass(frozen=True, slots=True)
+class Extras:
+    priority_class: str = DEFAULT_PRIORITY_CLASS
+    gang: bool = True
+    sku_types: dict[str, str] = field(default_factory=dict)  # role name -> GPU type
+
+    @property
+    def priority(self) -> int:
+        return PRIORITY_CLASSES[self.priority_class]
+
+    @classmethod
+    def read(cls, extras: Mapping[str, Any] | None, roles: Collection[str]) -> Extras:
+        """Read (schema-checked) ``extras``; an unknown priority class or role is an InvalidProtocolError."""
+        extras = extras or {}
+        hived: Mapping[str, Any] = extras.get("hivedScheduler") or {}
+        priority_class = hived.get("jobPriorityClass") or DEFAULT_PRIORITY_CLASS
+        if priority_class not in PRIORITY_CLASSES:
+            raise InvalidProtocolError(
+                f"{PRIORITY_FIELD}: {priority_class!r} is not one of {sorted(PRIORITY_CLASSES)}", field=PRIORITY_FIELD
+            )
+        sku_types: dict[str, str] = {}
+        for role, options in (hived.get("taskRoles") or {}).items():
+            path = f"extras.hivedScheduler.taskRoles.{role}"
+            if role not in roles:
+                raise InvalidProtocolError(f"{path}: names no task role (roles: {', '.join(roles)})", field=path)
+            sku = options.get("skuType") or options.get("gpuType")
+            if sku:
+                sku_types[role] = str(sku)
+        return cls(priority_class=priority_class, gang=bool(extras.get("gangAllocation", True)), sku_types=sku_types)

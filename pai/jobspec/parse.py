@@ -1,0 +1,45 @@
+"""parse_job: a submitted body (v1 JSON or v2 YAML) -> a validated, normalized :class:`ParsedJob`."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from pai.domain.jobspec import JobSpec
+from pai.jobspec import v1, v2
+from pai.jobspec.decode import Syntax, decode
+from pai.jobspec.schema import ProtocolVersion, validate
+
+MASK = "******"
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedJob:
+    spec: JobSpec
+    protocol_version: int
+    config: dict[str, Any]  # the document as submitted (templates unrendered, secrets in clear)
+    text: str  # the body as submitted
+
+
+def parse_job(body: bytes | str, content_type: str | None = None) -> ParsedJob:
+    """Decode, validate and normalize a job spec.
+
+    Raises ``domain.InvalidProtocolError`` (``.field`` = the field path) for malformed JSON/YAML, a body that is
+    not a mapping, a schema violation or a broken reference between sections.
+    """
+    decoded = decode(body, content_type)
+    version = ProtocolVersion.of(decoded.config, from_json=decoded.syntax is Syntax.JSON)
+    validate(decoded.config, version)
+    config = copy.deepcopy(decoded.config)  # normalizing must never change what /config returns
+    spec = v1.normalize(config) if version is ProtocolVersion.V1 else v2.normalize(config)
+    return ParsedJob(spec=spec, protocol_version=int(version), config=decoded.config, text=decoded.text)
+
+
+def masked_config(parsed: ParsedJob) -> dict[str, Any]:
+    """The submitted config with every secret value replaced by ``"******"`` (for ``/config``)."""
+    config = copy.deepcopy(parsed.config)
+    secrets = config.get("secrets")
+    if isinstance(secrets, dict):
+        config["secrets"] = {key: MASK for key in secrets}
+    return config

@@ -1,0 +1,80 @@
+"""OpenPAI's v2 templating: ``<% $parameters.x %>``, ``<% $secrets.x %>``, ``<% $data.uri[0] %>`` in commands."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from pai.domain.errors import InvalidProtocolError
+
+_TAG = re.compile(r"<%(.*?)%>", re.DOTALL)
+_REFERENCE = re.compile(r"\$([A-Za-z_]\w*)((?:\.[^.\[\]\s]+|\[\d+\])*)")
+_STEP = re.compile(r"\.([^.\[\]\s]+)|\[(\d+)\]")
+# What each namespace is called in errors: "unknown parameter 'x'".
+_NOUNS = {
+    "parameters": "parameter",
+    "secrets": "secret",
+    "data": "data field",
+    "script": "script field",
+    "output": "output field",
+}
+
+
+def render(text: str, scope: Mapping[str, Any], field: str) -> str:
+    """Replace every ``<% $namespace.key... %>`` in ``text`` with its value from ``scope``.
+
+    An unknown namespace or key is an :class:`InvalidProtocolError` naming ``field`` and the reference.
+    """
+
+    def substitute(match: re.Match[str]) -> str:
+        inner = match.group(1).strip()
+        ref = _REFERENCE.fullmatch(inner)
+        if ref is None:
+            raise InvalidProtocolError(f"{field}: unsupported template {match.group(0)!r}", field=field)
+        namespace, steps = ref.group(1), ref.group(2)
+        if namespace not in scope:
+            raise InvalidProtocolError(
+                f"{field}: unknown reference ${namespace} in {match.group(0)!r}"
+                f" (use {', '.join('$' + n for n in sorted(scope))})",
+                field=field,
+            )
+        value = scope[namespace]
+        for step in _STEP.finditer(steps):
+            key, index = step.group(1), step.group(2)
+            value = _step(value, key, index)
+            if value is _MISSING:
+                noun = _NOUNS.get(namespace, namespace)
+                shown = steps.lstrip(".")
+                raise InvalidProtocolError(f"{field}: unknown {noun} {shown!r} in {match.group(0)!r}", field=field)
+        return _show(value)
+
+    return _TAG.sub(substitute, text)
+
+
+_MISSING = object()
+
+
+def _step(value: Any, key: str | None, index: str | None) -> Any:
+    if key is not None:
+        if isinstance(value, Mapping) and key in value:
+            return value[key]
+        if isinstance(value, list) and key.isdigit() and int(key) < len(value):
+            return value[int(key)]
+        return _MISSING
+    assert index is not None
+    if isinstance(value, list) and int(index) < len(value):
+        return value[int(index)]
+    return _MISSING
+
+
+def _show(value: Any) -> str:
+    """A value as JavaScript's template rendering would print it: ``true``, ``3``, ``a``; ``null`` is empty."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(",", ":"))
+    return str(value)

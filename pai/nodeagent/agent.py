@@ -1,0 +1,195 @@
+"""The node agent: registers with the master, heartbeats every reply's interval, runs its commands.
+
+Every request carries the report of every attempt the node knows (the master reconciles on each one);
+an attempt's exit triggers a heartbeat at once. When the master cannot be reached the agent retries with
+backoff and registers again; it never gives up and never crashes on the master's account.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pai.nodeagent.codefetch import DEFAULT_MAX_BYTES, CodeFetcher
+from pai.nodeagent.logfmt import BoundLogger, bind
+from pai.nodeagent.logserver import LogServer
+from pai.nodeagent.master_client import MasterClient, MasterRefusedError, MasterUnavailableError
+from pai.nodeagent.paths import AgentPaths
+from pai.nodeagent.process_runtime import ProcessRuntime
+from pai.nodeagent.resources import NodeResources, Nvml, detect
+from pai.nodeagent.runtime import ExitListener, Runtime
+from pai.nodeagent.supervisor import DEFAULT_RETENTION_SECONDS, Supervisor
+from pai.protocol import (
+    ContainerReport,
+    HeartbeatRequest,
+    MasterReply,
+    NodeInfo,
+    PlatformExit,
+    RegisterRequest,
+    StartTask,
+)
+
+RuntimeOpener = Callable[[Path, ExitListener, BoundLogger], Awaitable[Runtime]]
+RUNTIMES: dict[str, RuntimeOpener] = {"process": ProcessRuntime.open}
+MIN_HEARTBEAT_SECONDS = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class AgentConfig:
+    master_url: str
+    name: str
+    address: str
+    work_dir: Path
+    gpus: int | None = None  # None: detect (NVML), else 0
+    cpus: int | None = None
+    memory_mb: int | None = None
+    gpu_type: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    log_port: int = 0  # 0: pick a free port
+    runtime: str = "process"
+    heartbeat_seconds: float = 1.0  # until the master's reply says otherwise
+    token: str | None = None
+    kill_on_exit: bool = False  # stop every attempt when the agent exits (``pai up``)
+    kill_grace_seconds: float = 5.0
+    retention_seconds: float = DEFAULT_RETENTION_SECONDS
+    code_max_bytes: int = DEFAULT_MAX_BYTES
+    backoff_seconds: float = 0.5
+    max_backoff_seconds: float = 30.0
+    request_timeout_seconds: float = 10.0
+
+
+class Agent:
+    def __init__(self, config: AgentConfig, nvml: Nvml | None = None) -> None:
+        if config.runtime not in RUNTIMES:
+            raise ValueError(f"unknown runtime {config.runtime!r} (known: {', '.join(RUNTIMES)})")
+        self.config = config
+        self.paths = AgentPaths(config.work_dir)
+        self.log = bind(logging.getLogger("pai.nodeagent"), node=config.name)
+        self.heartbeat_seconds = config.heartbeat_seconds
+        self.log_port = config.log_port
+        self.registered = asyncio.Event()  # set on every successful registration
+        self._nvml = nvml
+        self._stop = asyncio.Event()
+        self._wake = asyncio.Event()
+        self._supervisor: Supervisor | None = None
+        self._resources: NodeResources | None = None
+        self._client: MasterClient | None = None
+
+    @property
+    def supervisor(self) -> Supervisor:
+        assert self._supervisor is not None, "the agent is not running"
+        return self._supervisor
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    async def run(self) -> None:
+        """Run until :meth:`request_stop`; then stop the attempts only with ``kill_on_exit``."""
+        cfg = self.config
+        self._resources = await asyncio.to_thread(
+            detect, gpus=cfg.gpus, cpus=cfg.cpus, memory=cfg.memory_mb, gpu_type=cfg.gpu_type,
+            nvml=self._nvml, logger=self.log,
+        )  # fmt: skip
+        runtime = await RUNTIMES[cfg.runtime](self.paths.runtime_state(cfg.runtime), self._on_exit, self.log)
+        fetcher = CodeFetcher(self.paths.code_cache, cfg.code_max_bytes)
+        self._supervisor = Supervisor(
+            runtime, fetcher, self.paths, self.log, retention_seconds=cfg.retention_seconds, on_change=self._wake.set
+        )
+        log_server = LogServer(self.paths, cfg.address, cfg.log_port)
+        self.log_port = await log_server.start()
+        self._client = MasterClient(cfg.master_url, cfg.token, cfg.request_timeout_seconds)
+        extra = {"master": cfg.master_url, "log_port": self.log_port, "runtime": cfg.runtime}
+        self.log.info("agent started", extra=extra | {"resources": self._resources.total.describe()})
+        loop_task = asyncio.create_task(self._loop())
+        try:
+            await self._stop.wait()
+        finally:
+            loop_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await loop_task
+            await self._shutdown(runtime, log_server)
+
+    # -- the loop --------------------------------------------------------------------------------------
+
+    async def _loop(self) -> None:
+        backoff = self.config.backoff_seconds
+        while True:
+            try:
+                await self._apply(await self._master.register(self._register_request()))
+                self.log.info("registered with the master", extra={"heartbeat": self.heartbeat_seconds})
+                self.registered.set()
+                backoff = self.config.backoff_seconds
+                while True:
+                    await self._pause(self.heartbeat_seconds)
+                    await self._apply(await self._master.heartbeat(self._heartbeat_request()))
+            except MasterUnavailableError as e:
+                self.log.warning("master unavailable", extra={"error": e.cause, "retry_in": round(backoff, 2)})
+            except MasterRefusedError as e:
+                extra = {"status": e.status, "code": e.code, "error": e.message, "retry_in": round(backoff, 2)}
+                self.log.error("master refused the request", extra=extra)
+            except Exception:  # a bug here must not take the node's tasks down with the agent
+                self.log.exception("agent loop failed", extra={"retry_in": round(backoff, 2)})
+            self.registered.clear()
+            await asyncio.sleep(backoff * random.uniform(0.8, 1.2))
+            backoff = min(backoff * 2, self.config.max_backoff_seconds)
+
+    async def _pause(self, seconds: float) -> None:
+        """Wait for the next heartbeat: ``seconds``, or less when an attempt exits."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), seconds)
+        self._wake.clear()
+
+    async def _apply(self, reply: MasterReply) -> None:
+        self.heartbeat_seconds = max(reply.heartbeat_seconds, MIN_HEARTBEAT_SECONDS)
+        for command in reply.commands:
+            job = command.job_key if isinstance(command, StartTask) else None
+            self.log.info(f"command {type(command).__name__}", extra={"attempt": command.attempt_id, "job": job})
+            self.supervisor.submit(command)
+        await asyncio.sleep(0)  # let the commands begin before the next report is built
+
+    def _reports(self) -> tuple[ContainerReport, ...]:
+        forgotten = self.supervisor.expire(time.time())
+        if forgotten:
+            self.log.info("forgot exited attempts", extra={"attempts": ",".join(forgotten)})
+        return tuple(self.supervisor.reports())
+
+    def _register_request(self) -> RegisterRequest:
+        cfg, res = self.config, self._resources
+        assert res is not None
+        node = NodeInfo(
+            name=cfg.name, address=cfg.address, resources=res.total, gpu_type=res.gpu_type,
+            labels=dict(cfg.labels), log_port=self.log_port, runtime=cfg.runtime,
+        )  # fmt: skip
+        return RegisterRequest(node, self._reports(), res.gpu_health())
+
+    def _heartbeat_request(self) -> HeartbeatRequest:
+        assert self._resources is not None
+        return HeartbeatRequest(self.config.name, self._reports(), self._resources.gpu_health())
+
+    @property
+    def _master(self) -> MasterClient:
+        assert self._client is not None
+        return self._client
+
+    def _on_exit(self, report: ContainerReport) -> None:
+        self._wake.set()
+
+    async def _shutdown(self, runtime: Runtime, log_server: LogServer) -> None:
+        if self.config.kill_on_exit:
+            self.log.info("stopping every attempt before exiting")
+            await self.supervisor.stop_all(
+                self.config.kill_grace_seconds, int(PlatformExit.STOPPED), "the node agent shut down"
+            )
+            with contextlib.suppress(Exception):  # tell the master, if it is still there
+                await asyncio.wait_for(self._master.heartbeat(self._heartbeat_request()), 2.0)
+        await self.supervisor.close()
+        await runtime.close()
+        await log_server.close()
+        await self._master.close()
+        self.log.info("agent stopped")

@@ -1,0 +1,95 @@
+"""``pai agent``: run the node agent of this machine until SIGINT/SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import socket
+from pathlib import Path
+
+import click
+
+from pai.nodeagent.agent import RUNTIMES, Agent, AgentConfig
+from pai.nodeagent.codefetch import DEFAULT_MAX_BYTES
+from pai.nodeagent.logfmt import configure
+
+
+def _labels(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
+    labels = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{item!r} is not key=value", ctx=ctx, param=param)
+        labels[key] = value
+    return labels
+
+
+@click.command("agent")
+@click.option("--master", "master_url", envvar="PAI_MASTER_URL", required=True, help="The master's base URL.")
+@click.option("--name", default=socket.gethostname, show_default="host name", help="This node's name.")
+@click.option("--address", default="127.0.0.1", show_default=True, help="IP the tasks and the log server use.")
+@click.option("--gpus", type=click.IntRange(min=0), help="GPU count (default: detected by NVML, else 0).")
+@click.option("--cpus", type=click.IntRange(min=1), help="CPU count (default: detected).")
+@click.option("--memory-mb", type=click.IntRange(min=1), help="Memory in MB (default: detected).")
+@click.option("--gpu-type", help="GPU type, e.g. A100 (default: NVML's device name).")
+@click.option("--label", "labels", multiple=True, callback=_labels, help="A node label k=v (repeatable).")
+@click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), help="Default: ~/.pai/agent/<name>.")
+@click.option("--log-port", type=click.IntRange(0, 65535), default=0, show_default=True, help="0 picks a free port.")
+@click.option("--runtime", type=click.Choice(sorted(RUNTIMES)), default="process", show_default=True)
+@click.option("--heartbeat", type=click.FloatRange(min=0.05), default=1.0, show_default=True,
+              help="Seconds between heartbeats until the master sets it.")  # fmt: skip
+@click.option("--token", envvar="PAI_AGENT_TOKEN", help="Bearer token for the master's agent API.")
+@click.option("--kill-on-exit", is_flag=True, help="Stop every task when the agent exits (default: leave them).")
+@click.option("--kill-grace", type=click.FloatRange(min=0), default=5.0, show_default=True,
+              help="Seconds between SIGTERM and SIGKILL with --kill-on-exit.")  # fmt: skip
+@click.option("--code-max-mb", type=click.IntRange(min=1), default=DEFAULT_MAX_BYTES >> 20, show_default=True,
+              help="Largest codeDir copied, in MB.")  # fmt: skip
+@click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
+def agent(
+    master_url: str,
+    name: str,
+    address: str,
+    gpus: int | None,
+    cpus: int | None,
+    memory_mb: int | None,
+    gpu_type: str | None,
+    labels: dict[str, str],
+    work_dir: Path | None,
+    log_port: int,
+    runtime: str,
+    heartbeat: float,
+    token: str | None,
+    kill_on_exit: bool,
+    kill_grace: float,
+    code_max_mb: int,
+    verbose: bool,
+) -> None:
+    """Run the node agent: register with the master, run the tasks it sends, serve their logs."""
+    configure(logging.DEBUG if verbose else logging.INFO)
+    config = AgentConfig(
+        master_url=master_url,
+        name=name,
+        address=address,
+        work_dir=work_dir or Path.home() / ".pai" / "agent" / name,
+        gpus=gpus,
+        cpus=cpus,
+        memory_mb=memory_mb,
+        gpu_type=gpu_type,
+        labels=labels,
+        log_port=log_port,
+        runtime=runtime,
+        heartbeat_seconds=heartbeat,
+        token=token,
+        kill_on_exit=kill_on_exit,
+        kill_grace_seconds=kill_grace,
+        code_max_bytes=code_max_mb << 20,
+    )
+    asyncio.run(_run(Agent(config)))
+
+
+async def _run(node_agent: Agent) -> None:
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, node_agent.request_stop)
+    await node_agent.run()

@@ -1,0 +1,77 @@
+"""The agent's log server: ``GET /logs/{attempt_id}/{stdout|stderr}[?tail=<bytes>]`` as text/plain.
+
+The master (or a client it points there) reads attempt logs from here; they stay on the node after the
+attempt ends. ``X-Log-Size`` carries the whole file's size, so that a reader can poll for growth.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from aiohttp import web
+
+from pai.nodeagent.paths import AgentPaths, LogStream, is_attempt_id
+
+TEXT = "text/plain; charset=utf-8"
+_PATHS = web.AppKey("paths", AgentPaths)
+
+
+def tail_bytes(path: Path, n: int) -> bytes:
+    """The last ``n`` bytes of a file."""
+    with open(path, "rb") as f:
+        size = f.seek(0, os.SEEK_END)
+        f.seek(max(0, size - n))
+        return f.read()
+
+
+def _error(status: int, code: str, message: str) -> web.Response:
+    return web.json_response({"code": code, "message": message}, status=status)
+
+
+async def _get_log(request: web.Request) -> web.StreamResponse:
+    attempt_id = request.match_info["attempt_id"]
+    stream = LogStream(request.match_info["stream"])
+    if not is_attempt_id(attempt_id):
+        return _error(400, "InvalidParametersError", "the attempt id is not a plain token")
+    paths = request.app[_PATHS]
+    if not paths.attempt(attempt_id).is_dir():
+        return _error(404, "NoTaskError", f"attempt {attempt_id} is not on this node")
+    path = paths.log_file(attempt_id, stream)
+    size = path.stat().st_size if path.is_file() else 0
+    headers = {"X-Log-Size": str(size)}
+    tail = request.query.get("tail")
+    if tail is not None:
+        if not tail.isdigit():
+            return _error(400, "InvalidParametersError", "tail must be a number of bytes")
+        body = tail_bytes(path, int(tail)) if size else b""
+        return web.Response(body=body, headers=headers | {"Content-Type": TEXT})
+    if not size:
+        return web.Response(body=b"", headers=headers | {"Content-Type": TEXT})
+    return web.FileResponse(path, headers=headers | {"Content-Type": TEXT})
+
+
+def make_app(paths: AgentPaths) -> web.Application:
+    app = web.Application()
+    app[_PATHS] = paths
+    app.router.add_get("/logs/{attempt_id}/{stream:stdout|stderr}", _get_log)
+    return app
+
+
+class LogServer:
+    def __init__(self, paths: AgentPaths, host: str, port: int = 0) -> None:
+        self._runner = web.AppRunner(make_app(paths), access_log=None)
+        self._host = host
+        self._port = port
+        self.port = port
+
+    async def start(self) -> int:
+        """Listen; returns the port (the one picked when 0 was asked for)."""
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self._host, self._port)
+        await site.start()
+        self.port = int(self._runner.addresses[0][1])
+        return self.port
+
+    async def close(self) -> None:
+        await self._runner.cleanup()

@@ -1,0 +1,78 @@
+"""HTTP to the master: register and heartbeat, JSON bodies, ``Authorization: Bearer <token>``."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+import aiohttp
+
+from pai.protocol import HeartbeatRequest, MasterReply, ProtocolError, RegisterRequest
+
+DEFAULT_TIMEOUT_SECONDS = 10.0
+
+
+class MasterUnavailableError(Exception):
+    """The master could not be reached, or did not answer in time."""
+
+    def __init__(self, url: str, cause: str) -> None:
+        super().__init__(f"master unreachable at {url}: {cause}")
+        self.url = url
+        self.cause = cause
+
+
+class MasterRefusedError(Exception):
+    """The master answered 4xx/5xx (body ``{code, message}``), or with something not in the protocol."""
+
+    def __init__(self, url: str, status: int, code: str, message: str) -> None:
+        super().__init__(f"master refused {url}: {status} {code}: {message}")
+        self.url = url
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+class MasterClient:
+    def __init__(self, base_url: str, token: str | None = None, timeout: float = DEFAULT_TIMEOUT_SECONDS) -> None:
+        self.base_url = base_url.rstrip("/")
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._session = aiohttp.ClientSession(headers=headers, timeout=aiohttp.ClientTimeout(total=timeout))
+
+    async def register(self, request: RegisterRequest) -> MasterReply:
+        return await self._post("/api/internal/agents/register", request.to_dict())
+
+    async def heartbeat(self, request: HeartbeatRequest) -> MasterReply:
+        return await self._post(f"/api/internal/agents/{quote(request.node, safe='')}/heartbeat", request.to_dict())
+
+    async def close(self) -> None:
+        await self._session.close()
+
+    async def _post(self, path: str, body: dict[str, Any]) -> MasterReply:
+        url = self.base_url + path
+        try:
+            async with self._session.post(url, json=body) as resp:
+                if resp.status >= 400:
+                    code, message = await _error_of(resp)
+                    raise MasterRefusedError(url, resp.status, code, message)
+                data = await resp.json(content_type=None)
+        except (aiohttp.ClientError, TimeoutError) as e:
+            raise MasterUnavailableError(url, str(e) or type(e).__name__) from e
+        except ValueError as e:  # not JSON
+            raise MasterRefusedError(url, 200, "BadReply", f"not JSON: {e}") from e
+        try:
+            if not isinstance(data, dict):
+                raise ProtocolError("the reply is not a JSON object")
+            return MasterReply.from_dict(data)
+        except (ProtocolError, ValueError, TypeError, KeyError, AttributeError) as e:
+            raise MasterRefusedError(url, 200, "BadReply", str(e)) from e
+
+
+async def _error_of(resp: aiohttp.ClientResponse) -> tuple[str, str]:
+    text = await resp.text()
+    try:
+        body = await resp.json(content_type=None)
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        return str(body.get("code", f"HTTP{resp.status}")), str(body.get("message", text))
+    return f"HTTP{resp.status}", text[:500]

@@ -1,0 +1,97 @@
+"""Process groups seen through /proc (Linux): who is in a group, is a process still the one we started.
+
+Zombies count as gone: they run nothing, and where PID 1 does not reap orphans they would stay forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+PROC = Path("/proc")
+POLL_SECONDS = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class ProcStat:
+    pid: int
+    state: str
+    pgid: int
+    start_ticks: int
+
+    @property
+    def alive(self) -> bool:
+        return self.state not in ("Z", "X")
+
+
+def parse_stat(text: str) -> ProcStat:
+    """Parse one /proc/<pid>/stat line (the command name may hold spaces and parentheses)."""
+    pid_part, _, rest = text.partition(" (")
+    fields = rest.rpartition(") ")[2].split()
+    return ProcStat(pid=int(pid_part), state=fields[0], pgid=int(fields[2]), start_ticks=int(fields[19]))
+
+
+def read_stat(pid: int) -> ProcStat | None:
+    try:
+        return parse_stat((PROC / str(pid) / "stat").read_text())
+    except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+        return None
+
+
+def is_running(pid: int, start_ticks: int | None) -> bool:
+    """True when ``pid`` runs (not a zombie) and is the process that started at ``start_ticks``."""
+    st = read_stat(pid)
+    return st is not None and st.alive and (start_ticks is None or st.start_ticks == start_ticks)
+
+
+def group_members(pgid: int) -> list[int]:
+    """Pids of the live (non-zombie) processes of process group ``pgid``."""
+    members = []
+    for entry in PROC.iterdir():
+        if entry.name.isdigit():
+            st = read_stat(int(entry.name))
+            if st is not None and st.pgid == pgid and st.alive:
+                members.append(st.pid)
+    return members
+
+
+def signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+async def wait_group_gone(pgid: int) -> None:
+    while group_members(pgid):
+        await asyncio.sleep(POLL_SECONDS)
+
+
+async def kill_group(pgid: int) -> None:
+    """SIGKILL every process of the group and wait until none is left."""
+    while group_members(pgid):
+        signal_group(pgid, signal.SIGKILL)
+        await asyncio.sleep(POLL_SECONDS)
+
+
+async def wait_exit(pid: int) -> None:
+    """Wait until ``pid`` has exited (works for processes that are not our children, via a pidfd)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+
+    def readable() -> None:
+        if not done.done():
+            done.set_result(None)
+
+    loop.add_reader(fd, readable)
+    try:
+        await done
+    finally:
+        loop.remove_reader(fd)
+        os.close(fd)

@@ -1,0 +1,230 @@
+"""The process runtime: every attempt is ``sh -c <command>`` in a process group of its own.
+
+Like a container, the attempt ends when its first process (the group leader) exits; whatever it left
+running in its group is then killed. ``stop`` signals the whole group: SIGTERM, the grace period, SIGKILL.
+A state file per attempt (``<state_dir>/<attempt_id>.json``) lets a restarted agent re-adopt the groups
+that still run and report those that ended meanwhile as ``PlatformExit.CONTAINER_LOST``. A process that
+leaves its group (``setsid``) escapes; the docker runtime is the one that contains everything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pai.nodeagent import attempt_record, process_group
+from pai.nodeagent.attempt_record import AttemptRecord, exit_code_of, exit_reason_of
+from pai.nodeagent.logfmt import BoundLogger, bind
+from pai.nodeagent.paths import check_attempt_id
+from pai.nodeagent.runtime import ExitListener
+from pai.protocol import ContainerReport, PlatformExit, StartTask
+
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+LANG = "C.UTF-8"
+
+
+def task_env(cmd: StartTask, workdir: Path, code_dir: Path | None) -> dict[str, str]:
+    """A minimal base environment, the master's variables over it, then what the master left unset."""
+    env = {"PATH": os.environ.get("PATH", DEFAULT_PATH), "HOME": str(workdir), "LANG": LANG}
+    env.update(cmd.env)
+    defaults = {
+        "PAI_WORK_DIR": str(workdir),
+        "PAI_CODE_DIR": str(code_dir) if code_dir is not None else "",
+        # Without a container, CUDA's own variable is what keeps a task on its GPUs ("" hides them all).
+        "CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in cmd.gpus),
+    }
+    for key, value in defaults.items():
+        if not env.get(key) and (value or key == "CUDA_VISIBLE_DEVICES"):
+            env[key] = value
+    return env
+
+
+@dataclass(eq=False)
+class _Attempt:
+    record: AttemptRecord
+    proc: subprocess.Popen[bytes] | None = None  # None for a group re-adopted from an earlier agent
+    returncode: int | None = None
+    stopping: bool = False  # a stop() call owns the end of this attempt
+    leader_done: asyncio.Event = field(default_factory=asyncio.Event)
+    finished: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class ProcessRuntime:
+    name = "process"
+
+    def __init__(self, state_dir: Path, on_exit: ExitListener | None = None, log: BoundLogger | None = None) -> None:
+        """Use :meth:`open`, which also re-adopts the attempts of an earlier agent."""
+        state_dir.mkdir(parents=True, exist_ok=True)
+        self._state_dir = state_dir
+        self._on_exit = on_exit
+        self._log = log or bind(logging.getLogger(__name__))
+        self._attempts: dict[str, _Attempt] = {}
+        self._watchers: set[asyncio.Task[None]] = set()
+
+    @classmethod
+    async def open(
+        cls, state_dir: Path, on_exit: ExitListener | None = None, log: BoundLogger | None = None
+    ) -> ProcessRuntime:
+        rt = cls(state_dir, on_exit, log)
+        rt._readopt()
+        return rt
+
+    # -- the Runtime interface -------------------------------------------------------------------------
+
+    async def start(self, cmd: StartTask, workdir: Path) -> None:
+        check_attempt_id(cmd.attempt_id)
+        if cmd.attempt_id in self._attempts:
+            return
+        record = AttemptRecord.for_command(cmd, workdir)
+        code = workdir / "code"
+        code_dir = code if code.is_dir() else None
+        try:
+            workdir.mkdir(parents=True, exist_ok=True)
+            with open(workdir / "stdout.log", "ab") as out, open(workdir / "stderr.log", "ab") as err:
+                proc = subprocess.Popen(
+                    ["sh", "-c", cmd.command],
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=err,
+                    cwd=code_dir or workdir,
+                    env=task_env(cmd, workdir, code_dir),
+                    start_new_session=True,
+                )
+        except OSError as e:
+            attempt = self._attempts[cmd.attempt_id] = _Attempt(record)
+            reason = f"cannot start the process: {e}"
+            self._finish(attempt, record.exited(int(PlatformExit.CONTAINER_START_FAILED), reason, time.time()))
+            return
+        st = process_group.read_stat(proc.pid)
+        attempt = _Attempt(record.started(proc.pid, st.start_ticks if st else None, time.time()), proc)
+        self._attempts[cmd.attempt_id] = attempt
+        self._save(attempt.record)
+        self._log.info("attempt started", extra=self._fields(attempt.record) | {"pid": proc.pid})
+        self._spawn(self._watch(attempt))
+
+    async def stop(
+        self, attempt_id: str, grace_seconds: float, exit_code: int | None = None, reason: str | None = None
+    ) -> None:
+        attempt = self._attempts.get(attempt_id)
+        if attempt is None or attempt.finished.is_set():
+            return
+        if attempt.stopping or attempt.leader_done.is_set():  # someone else is ending it already
+            await attempt.finished.wait()
+            return
+        attempt.stopping = True
+        attempt.record = attempt.record.stopping(exit_code, reason)
+        self._save(attempt.record)
+        pgid = attempt.record.pgid
+        assert pgid is not None
+        self._log.info("stopping attempt", extra=self._fields(attempt.record) | {"grace": grace_seconds})
+        process_group.signal_group(pgid, signal.SIGTERM)
+        try:
+            await asyncio.wait_for(self._group_gone(attempt, pgid), grace_seconds)
+        except TimeoutError:
+            self._log.info("grace period over: killing the group", extra=self._fields(attempt.record))
+            await process_group.kill_group(pgid)
+            await attempt.leader_done.wait()
+        self._finish(attempt, self._ended(attempt))
+
+    def reports(self) -> list[ContainerReport]:
+        return [a.record.to_report() for a in self._attempts.values()]
+
+    def forget(self, attempt_id: str) -> None:
+        attempt = self._attempts.get(attempt_id)
+        if attempt is not None and not attempt.record.running:
+            del self._attempts[attempt_id]
+            self._state_path(attempt_id).unlink(missing_ok=True)
+
+    async def close(self) -> None:
+        for task in list(self._watchers):
+            task.cancel()
+        for task in list(self._watchers):
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    def process_group(self, attempt_id: str) -> int | None:
+        """The process group of a known attempt (for operators and tests)."""
+        attempt = self._attempts.get(attempt_id)
+        return attempt.record.pgid if attempt is not None else None
+
+    # -- internals -------------------------------------------------------------------------------------
+
+    def _readopt(self) -> None:
+        for path in sorted(self._state_dir.glob("*.json")):
+            record = attempt_record.load(path)
+            if record is None:
+                self._log.warning("unreadable attempt state file: ignored", extra={"path": str(path)})
+                continue
+            attempt = self._attempts[record.attempt_id] = _Attempt(record)
+            if not record.running:
+                attempt.finished.set()
+            elif record.pid is not None and process_group.is_running(record.pid, record.start_ticks):
+                self._log.info("re-adopted running attempt", extra=self._fields(record) | {"pid": record.pid})
+                self._spawn(self._watch(attempt))
+            else:
+                self._log.warning("attempt ended while the agent was down", extra=self._fields(record))
+                self._spawn(self._end_leftovers(attempt))
+
+    async def _watch(self, attempt: _Attempt) -> None:
+        pid, pgid = attempt.record.pid, attempt.record.pgid
+        assert pid is not None and pgid is not None
+        await process_group.wait_exit(pid)
+        if attempt.proc is not None:
+            attempt.returncode = attempt.proc.wait()
+        attempt.leader_done.set()
+        if attempt.stopping:
+            return
+        await process_group.kill_group(pgid)  # the leader is gone: nothing of the attempt may stay
+        self._finish(attempt, self._ended(attempt))
+
+    async def _end_leftovers(self, attempt: _Attempt) -> None:
+        # Members of the group keep its id from being reused, so whatever is still in it is ours.
+        if attempt.record.pgid is not None:
+            await process_group.kill_group(attempt.record.pgid)
+        attempt.leader_done.set()
+        self._finish(attempt, attempt.record.lost(time.time()))
+
+    async def _group_gone(self, attempt: _Attempt, pgid: int) -> None:
+        await attempt.leader_done.wait()
+        await process_group.wait_group_gone(pgid)
+
+    def _ended(self, attempt: _Attempt) -> AttemptRecord:
+        rc = attempt.returncode
+        if rc is None:  # a re-adopted group: not our child, so its exit status is not ours to read
+            return attempt.record.lost(time.time())
+        return attempt.record.exited(exit_code_of(rc), exit_reason_of(rc), time.time())
+
+    def _finish(self, attempt: _Attempt, record: AttemptRecord) -> None:
+        attempt.record = record
+        self._save(record)
+        attempt.finished.set()
+        self._log.info("attempt exited", extra=self._fields(record) | {"exit_code": record.exit_code})
+        if self._on_exit is not None:
+            try:
+                self._on_exit(record.to_report())
+            except Exception:
+                self._log.exception("exit listener failed", extra=self._fields(record))
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._watchers.add(task)
+        task.add_done_callback(self._watchers.discard)
+
+    def _save(self, record: AttemptRecord) -> None:
+        attempt_record.save(record, self._state_path(record.attempt_id))
+
+    def _state_path(self, attempt_id: str) -> Path:
+        return self._state_dir / f"{attempt_id}.json"
+
+    @staticmethod
+    def _fields(record: AttemptRecord) -> dict[str, object]:
+        return {"attempt": record.attempt_id, "job": record.job_key, "role": record.role, "index": record.index}

@@ -1,0 +1,131 @@
+"""What this node has: CPUs, memory, GPUs (NVML when present) and the health of every GPU.
+
+Command-line flags override detection. ``pynvml`` is imported only when asked for and is optional:
+without it (or without a driver) the node has the GPUs it is configured with, all reported healthy.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from pai.domain.resources import Resources
+from pai.protocol import GpuHealth
+
+log = logging.getLogger(__name__)
+Log = logging.Logger | logging.LoggerAdapter[logging.Logger]
+
+# nvmlDeviceGetTotalEccErrors(handle, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC)
+_UNCORRECTED = 1
+_VOLATILE = 0
+
+
+def cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def parse_meminfo_mb(text: str) -> int:
+    """MemTotal of a /proc/meminfo text, in MB (0 when absent)."""
+    for line in text.splitlines():
+        if line.startswith("MemTotal:"):
+            fields = line.split()
+            kb = int(fields[1])
+            unit = fields[2].lower() if len(fields) > 2 else "kb"
+            return kb // 1024 if unit == "kb" else kb // (1024 * 1024)
+    return 0
+
+
+def memory_mb(meminfo: Path = Path("/proc/meminfo")) -> int:
+    try:
+        return parse_meminfo_mb(meminfo.read_text())
+    except OSError:
+        return 0
+
+
+class Nvml:
+    """A thin shell over pynvml; every call returns None/[] instead of raising when NVML is missing."""
+
+    def __init__(self, module: ModuleType | None) -> None:
+        self._nvml: Any = module
+
+    @classmethod
+    def load(cls, logger: Log = log) -> Nvml:
+        try:
+            module = importlib.import_module("pynvml")
+            module.nvmlInit()
+        except Exception as e:  # no package, no driver, no device: a CPU node
+            logger.info("NVML not available: using the configured GPU count", extra={"error": str(e)})
+            return cls(None)
+        return cls(module)
+
+    @property
+    def available(self) -> bool:
+        return self._nvml is not None
+
+    def device_count(self) -> int | None:
+        if self._nvml is None:
+            return None
+        try:
+            return int(self._nvml.nvmlDeviceGetCount())
+        except Exception:
+            return None
+
+    def gpu_type(self) -> str | None:
+        if self._nvml is None:
+            return None
+        try:
+            name = self._nvml.nvmlDeviceGetName(self._nvml.nvmlDeviceGetHandleByIndex(0))
+        except Exception:
+            return None
+        return name.decode() if isinstance(name, bytes) else str(name)
+
+    def health(self, index: int) -> GpuHealth:
+        if self._nvml is None:
+            return GpuHealth(index)
+        try:
+            handle = self._nvml.nvmlDeviceGetHandleByIndex(index)
+        except Exception:  # the device fell off the bus
+            return GpuHealth(index, healthy=False)
+        try:
+            ecc = int(self._nvml.nvmlDeviceGetTotalEccErrors(handle, _UNCORRECTED, _VOLATILE))
+        except Exception:  # ECC not supported on this board
+            ecc = 0
+        return GpuHealth(index, healthy=ecc == 0, ecc_errors=ecc)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeResources:
+    total: Resources
+    gpu_type: str | None
+    nvml: Nvml
+
+    def gpu_health(self) -> tuple[GpuHealth, ...]:
+        return tuple(self.nvml.health(i) for i in range(self.total.gpu))
+
+
+def detect(
+    *,
+    gpus: int | None = None,
+    cpus: int | None = None,
+    memory: int | None = None,
+    gpu_type: str | None = None,
+    nvml: Nvml | None = None,
+    logger: Log = log,
+) -> NodeResources:
+    """The node's resources: each given value wins over what is detected."""
+    nvml = nvml if nvml is not None else Nvml.load(logger)
+    gpu_count = gpus if gpus is not None else (nvml.device_count() or 0)
+    total = Resources(
+        gpu=gpu_count,
+        cpu=cpus if cpus is not None else cpu_count(),
+        memory_mb=memory if memory is not None else memory_mb(),
+    )
+    return NodeResources(total, gpu_type or (nvml.gpu_type() if gpu_count else None), nvml)

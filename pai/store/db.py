@@ -1,0 +1,116 @@
+"""Where the database lives and how to talk to it: URL resolution, engine setup, sessions, migrations.
+
+Every store function takes a ``Session`` first; ``Database.session()`` hands one out that commits on
+success and rolls back on error. The master calls the store from one worker thread; nothing here is async.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import URL, Connection, Engine, create_engine, event, make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from pai.store import migrations
+
+DATA_DIR_ENV = "PAI_DATA_DIR"
+DATABASE_URL_ENV = "PAI_DATABASE_URL"
+SQLITE_BUSY_TIMEOUT_MS = 10_000
+# Any constant will do: it only keeps two masters from migrating the same PostgreSQL database at once.
+_PG_MIGRATION_LOCK = 0x7061695F6D6967
+
+
+def default_data_dir() -> Path:
+    """``$PAI_DATA_DIR``, else ``~/.local/share/pai``."""
+    configured = os.environ.get(DATA_DIR_ENV)
+    return Path(configured).expanduser() if configured else Path.home() / ".local" / "share" / "pai"
+
+
+def database_url(data_dir: Path | None = None) -> str:
+    """``$PAI_DATABASE_URL`` when set, else a SQLite file ``pai.db`` in the data directory."""
+    configured = os.environ.get(DATABASE_URL_ENV)
+    if configured:
+        return configured
+    directory = data_dir if data_dir is not None else default_data_dir()
+    return f"sqlite:///{directory / 'pai.db'}"
+
+
+def normalize_url(url: str) -> URL:
+    """Pin PostgreSQL URLs to psycopg 3: ``postgresql://`` and ``postgres://`` become ``postgresql+psycopg://``."""
+    parsed = make_url(url)
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return parsed
+
+
+class Database:
+    """One engine and its session factory. Create one per process; ``dispose()`` on shutdown."""
+
+    def __init__(self, url: str) -> None:
+        self.url = normalize_url(url)
+        self.engine: Engine = _create_engine(self.url)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """A session in a transaction: committed when the block ends, rolled back if it raises."""
+        with self._sessions() as session, session.begin():
+            yield session
+
+    def migrate(self) -> str:
+        """Bring the schema to head (in one transaction); returns the head revision."""
+        with self.engine.begin() as connection:
+            if self.dialect == "postgresql":
+                connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_PG_MIGRATION_LOCK})")
+            migrations.upgrade(connection)
+        return migrations.head_revision()
+
+    def revision(self) -> str | None:
+        """The schema revision the database is at (None: never migrated)."""
+        with self.engine.connect() as connection:
+            return migrations.current_revision(connection)
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+    def __repr__(self) -> str:
+        return f"Database({self.url.render_as_string(hide_password=True)!r})"
+
+
+def _create_engine(url: URL) -> Engine:
+    if url.get_backend_name() == "sqlite":
+        return _sqlite_engine(url)
+    return create_engine(url, pool_pre_ping=True)
+
+
+def _sqlite_engine(url: URL) -> Engine:
+    if url.database and url.database != ":memory:" and not url.database.startswith("file:"):
+        Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(url)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Take over BEGIN from the sqlite3 module so that SAVEPOINTs and DDL are transactional.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        connection.exec_driver_sql("BEGIN")
+
+    return engine

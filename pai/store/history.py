@@ -1,0 +1,95 @@
+"""A job's history: every task attempt, and events such as "preempted by X under rule Y"."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from pai.domain.errors import NoTaskError
+from pai.domain.states import TaskState
+from pai.store.records import JobEvent, TaskAttempt
+from pai.store.schema import JobEventRow, TaskAttemptRow
+
+
+def _attempt(row: TaskAttemptRow) -> TaskAttempt:
+    return TaskAttempt(
+        attempt_id=row.attempt_id,
+        job_id=row.job_id,
+        job_attempt=row.job_attempt,
+        role=row.role,
+        index=row.task_index,
+        node=row.node,
+        state=TaskState(row.state),
+        exit_code=row.exit_code,
+        exit_reason=row.exit_reason,
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+    )
+
+
+def record_attempt(s: Session, attempt: TaskAttempt) -> None:
+    """Remember a new attempt (usually in state RUNNING, with ``started_at`` set)."""
+    s.add(
+        TaskAttemptRow(
+            attempt_id=attempt.attempt_id,
+            job_id=attempt.job_id,
+            job_attempt=attempt.job_attempt,
+            role=attempt.role,
+            task_index=attempt.index,
+            node=attempt.node,
+            state=attempt.state.value,
+            exit_code=attempt.exit_code,
+            exit_reason=attempt.exit_reason,
+            started_at=attempt.started_at,
+            finished_at=attempt.finished_at,
+        )
+    )
+    s.flush()
+
+
+def finish_attempt(
+    s: Session,
+    attempt_id: str,
+    *,
+    state: TaskState,
+    finished_at: float,
+    exit_code: int | None = None,
+    exit_reason: str | None = None,
+) -> TaskAttempt:
+    """Close an attempt with its final state and exit. Raises NoTaskError for an unknown attempt id."""
+    row = s.get(TaskAttemptRow, attempt_id)
+    if row is None:
+        raise NoTaskError(f"task attempt {attempt_id} not found")
+    row.state = state.value
+    row.finished_at = finished_at
+    row.exit_code = exit_code
+    row.exit_reason = exit_reason
+    s.flush()
+    return _attempt(row)
+
+
+def list_attempts(s: Session, job_id: str) -> list[TaskAttempt]:
+    """All attempts of a job in the order they started."""
+    query = select(TaskAttemptRow).where(TaskAttemptRow.job_id == job_id)
+    order = (TaskAttemptRow.job_attempt, TaskAttemptRow.started_at, TaskAttemptRow.role, TaskAttemptRow.task_index)
+    return [_attempt(row) for row in s.scalars(query.order_by(*order))]
+
+
+def add_event(
+    s: Session, job_id: str, now: float, kind: str, message: str, details: dict[str, Any] | None = None
+) -> JobEvent:
+    row = JobEventRow(job_id=job_id, at=now, kind=kind, message=message, details=details)
+    s.add(row)
+    s.flush()
+    return JobEvent(job_id=job_id, at=now, kind=kind, message=message, details=details, id=row.id)
+
+
+def list_events(s: Session, job_id: str) -> list[JobEvent]:
+    """A job's events, oldest first."""
+    query = select(JobEventRow).where(JobEventRow.job_id == job_id).order_by(JobEventRow.at, JobEventRow.id)
+    return [
+        JobEvent(job_id=r.job_id, at=r.at, kind=r.kind, message=r.message, details=r.details, id=r.id)
+        for r in s.scalars(query)
+    ]

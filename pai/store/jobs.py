@@ -1,0 +1,187 @@
+"""Jobs and their tasks: insert, look up, list with filters, save state changes.
+
+A job is one ``jobs`` row (the normalized spec as JSON, the submitted text verbatim) plus one ``tasks`` row per
+instance. Reading always loads a job's tasks with it; lists load the tasks of all listed jobs in one query.
+Attempt history and events live in ``pai.store.history`` and are re-exported here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Literal
+
+from sqlalchemy import Select, func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, selectinload
+
+from pai.domain.errors import ConflictJobError, InvalidParametersError, NoJobError
+from pai.domain.job import Job
+from pai.domain.states import JobState
+from pai.store.codec import spec_from_dict, spec_to_dict, task_from_row, task_to_row, update_task_row
+from pai.store.history import add_event, finish_attempt, list_attempts, list_events, record_attempt
+from pai.store.schema import JobRow, TaskRow
+
+__all__ = [
+    "ACTIVE_STATES",
+    "active_jobs",
+    "add_event",
+    "finish_attempt",
+    "get_config_text",
+    "get_job",
+    "get_job_by_id",
+    "insert_job",
+    "list_attempts",
+    "list_events",
+    "list_jobs",
+    "record_attempt",
+    "save_job",
+    "save_jobs",
+    "split_key",
+]
+
+ACTIVE_STATES = (JobState.WAITING, JobState.RUNNING, JobState.STOPPING)
+Order = Literal["asc", "desc"]
+
+
+def split_key(key: str) -> tuple[str, str]:
+    """``user~name`` -> ``(user, name)``; a key without ``~`` names no job."""
+    user, sep, name = key.partition("~")
+    if not sep or not user or not name:
+        raise NoJobError(f"job {key} not found")
+    return user, name
+
+
+def _to_job(row: JobRow) -> Job:
+    spec = spec_from_dict(row.spec)
+    position = {r.name: i for i, r in enumerate(spec.task_roles)}
+    rows = sorted(row.tasks, key=lambda t: (position.get(t.role, len(position)), t.role, t.task_index))
+    return Job(
+        id=row.id,
+        user=row.user_name,
+        spec=spec,
+        state=JobState(row.state),
+        submitted_at=row.submitted_at,
+        started_at=row.started_at,
+        completed_at=row.completed_at,
+        retries=row.retries,
+        exit_code=row.exit_code,
+        exit_reason=row.exit_reason,
+        waiting_reason=row.waiting_reason,
+        tasks=tuple(task_from_row(t) for t in rows),
+    )
+
+
+def _update_row(row: JobRow, job: Job) -> None:
+    row.vc = job.vc
+    row.state = job.state.value
+    row.priority = job.spec.priority
+    row.protocol_version = job.spec.protocol_version
+    row.spec = spec_to_dict(job.spec)
+    row.submitted_at = job.submitted_at
+    row.started_at = job.started_at
+    row.completed_at = job.completed_at
+    row.retries = job.retries
+    row.exit_code = job.exit_code
+    row.exit_reason = job.exit_reason
+    row.waiting_reason = job.waiting_reason
+
+
+def _select_jobs() -> Select[JobRow]:
+    return select(JobRow).options(selectinload(JobRow.tasks))
+
+
+def _one(s: Session, query: Select[JobRow], what: str) -> JobRow:
+    row = s.scalars(query).one_or_none()
+    if row is None:
+        raise NoJobError(f"job {what} not found")
+    return row
+
+
+def insert_job(s: Session, job: Job, config_text: str) -> None:
+    """Store a new job with its tasks. Raises ConflictJobError when ``user~name`` exists, leaving no rows behind."""
+    row = JobRow(id=job.id, user_name=job.user, name=job.name, config_text=config_text)
+    _update_row(row, job)
+    row.tasks = [task_to_row(job.id, t) for t in job.tasks]
+    try:
+        with s.begin_nested():
+            s.add(row)
+    except IntegrityError as e:
+        raise ConflictJobError(f"job {job.key} already exists") from e
+
+
+def get_job(s: Session, key: str) -> Job:
+    user, name = split_key(key)
+    return _to_job(_one(s, _select_jobs().where(JobRow.user_name == user, JobRow.name == name), key))
+
+
+def get_job_by_id(s: Session, job_id: str) -> Job:
+    return _to_job(_one(s, _select_jobs().where(JobRow.id == job_id), job_id))
+
+
+def get_config_text(s: Session, key: str) -> str:
+    """The job exactly as it was submitted (YAML or JSON text)."""
+    user, name = split_key(key)
+    text = s.scalar(select(JobRow.config_text).where(JobRow.user_name == user, JobRow.name == name))
+    if text is None:
+        raise NoJobError(f"job {key} not found")
+    return text
+
+
+def list_jobs(
+    s: Session,
+    *,
+    username: str | None = None,
+    vc: str | None = None,
+    states: Iterable[JobState] | None = None,
+    keyword: str | None = None,
+    offset: int = 0,
+    limit: int | None = None,
+    order: Order = "desc",
+) -> tuple[list[Job], int]:
+    """One page of jobs by submission time, and how many match in all. ``keyword``: case-insensitive name substring."""
+    if order not in ("asc", "desc"):
+        raise InvalidParametersError(f"order must be asc or desc, not {order!r}", field="order")
+    if offset < 0 or (limit is not None and limit < 0):
+        raise InvalidParametersError("offset and limit must not be negative", field="offset")
+    conditions = []
+    if username is not None:
+        conditions.append(JobRow.user_name == username)
+    if vc is not None:
+        conditions.append(JobRow.vc == vc)
+    if states is not None:
+        conditions.append(JobRow.state.in_([JobState(st).value for st in states]))
+    if keyword:
+        conditions.append(func.lower(JobRow.name).contains(keyword.lower(), autoescape=True))
+    total = s.scalar(select(func.count()).select_from(JobRow).where(*conditions)) or 0
+    keys = (JobRow.submitted_at, JobRow.id)
+    query = _select_jobs().where(*conditions).order_by(*(k.desc() if order == "desc" else k.asc() for k in keys))
+    rows = s.scalars(query.offset(offset).limit(limit)).all()
+    return [_to_job(row) for row in rows], total
+
+
+def active_jobs(s: Session) -> list[Job]:
+    """Every WAITING, RUNNING or STOPPING job, oldest submission first."""
+    query = _select_jobs().where(JobRow.state.in_([st.value for st in ACTIVE_STATES]))
+    return [_to_job(row) for row in s.scalars(query.order_by(JobRow.submitted_at, JobRow.id))]
+
+
+def save_job(s: Session, job: Job) -> None:
+    """Write ``job``'s state and every task back; task rows not in ``job.tasks`` are deleted. Raises NoJobError."""
+    row = _one(s, _select_jobs().where(JobRow.id == job.id), job.key)
+    _update_row(row, job)
+    existing = {(t.role, t.task_index): t for t in row.tasks}
+    tasks: list[TaskRow] = []
+    for task in job.tasks:
+        task_row = existing.get((task.role, task.index))
+        if task_row is None:
+            task_row = task_to_row(job.id, task)
+        else:
+            update_task_row(task_row, task)
+        tasks.append(task_row)
+    row.tasks = tasks
+    s.flush()
+
+
+def save_jobs(s: Session, jobs: Sequence[Job]) -> None:
+    for job in jobs:
+        save_job(s, job)

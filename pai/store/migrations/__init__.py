@@ -1,0 +1,46 @@
+"""Schema migrations (Alembic revisions under ``versions/``), run programmatically: no alembic.ini.
+
+To write a new revision, copy the newest file in ``versions/``, give it a new ``revision`` and set
+``down_revision`` to the previous one; ``tests/store`` checks that head matches ``pai.store.schema``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection
+
+SCRIPT_LOCATION = Path(__file__).resolve().parent
+
+
+def alembic_config(connection: Connection | None = None) -> Config:
+    """An Alembic configuration built in memory; env.py runs on ``connection`` when one is given."""
+    config = Config()
+    config.set_main_option("script_location", str(SCRIPT_LOCATION))
+    config.set_main_option("path_separator", "os")
+    if connection is not None:
+        config.attributes["connection"] = connection
+    return config
+
+
+def head_revision() -> str:
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert head is not None, "no migration revisions found"
+    return head
+
+
+def current_revision(connection: Connection) -> str | None:
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+def upgrade(connection: Connection, target: str = "head") -> None:
+    """Bring the schema on ``connection`` to ``target`` inside the connection's transaction."""
+    command.upgrade(alembic_config(connection), target)
+
+
+def downgrade(connection: Connection, target: str) -> None:
+    command.downgrade(alembic_config(connection), target)

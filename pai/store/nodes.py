@@ -1,0 +1,62 @@
+"""Nodes: the worker machines agents registered, with their capacity, state and heartbeat."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from pai.domain.errors import NoNodeError
+from pai.domain.node import Node, NodeState
+from pai.store.codec import node_from_row, update_node_row
+from pai.store.schema import NodeRow
+
+
+def _existing(s: Session, name: str) -> NodeRow:
+    row = s.get(NodeRow, name)
+    if row is None:
+        raise NoNodeError(f"node {name} not found")
+    return row
+
+
+def upsert_node(s: Session, node: Node, log_port: int | None = None) -> None:
+    """Insert ``node`` or overwrite every field of the stored one (state included) with its values.
+
+    ``log_port``, when given, overrides ``node.log_port``.
+    """
+    row = s.get(NodeRow, node.name)
+    if row is None:
+        row = NodeRow(name=node.name)
+        s.add(row)
+    update_node_row(row, node)
+    if log_port is not None:
+        row.log_port = log_port
+    s.flush()
+
+
+def list_nodes(s: Session) -> list[Node]:
+    return [node_from_row(row) for row in s.scalars(select(NodeRow).order_by(NodeRow.name))]
+
+
+def get_node(s: Session, name: str) -> Node:
+    """Raises NoNodeError."""
+    return node_from_row(_existing(s, name))
+
+
+def get_log_port(s: Session, name: str) -> int:
+    """The port the node's agent serves task logs on (0: unknown). Raises NoNodeError."""
+    return _existing(s, name).log_port
+
+
+def set_node_state(s: Session, name: str, state: NodeState) -> None:
+    _existing(s, name).state = state.value
+    s.flush()
+
+
+def touch_heartbeat(s: Session, name: str, now: float) -> None:
+    _existing(s, name).last_heartbeat = now
+    s.flush()
+
+
+def delete_node(s: Session, name: str) -> None:
+    s.delete(_existing(s, name))
+    s.flush()

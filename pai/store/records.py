@@ -1,0 +1,43 @@
+"""Values the store returns that the domain does not define: users, task attempts, job events."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pai.domain.states import TaskState
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    name: str
+    admin: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TaskAttempt:
+    """One run of one task instance; kept forever as the job's attempt history."""
+
+    attempt_id: str
+    job_id: str
+    job_attempt: int  # the job's retry number this attempt belongs to (0 for the first)
+    role: str
+    index: int
+    node: str | None = None
+    state: TaskState = TaskState.RUNNING
+    exit_code: int | None = None
+    exit_reason: str | None = None
+    started_at: float | None = None
+    finished_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobEvent:
+    """A line of a job's history, e.g. kind ``preempted``: "preempted by alice~big under reclaim of VC dev"."""
+
+    job_id: str
+    at: float
+    kind: str
+    message: str
+    details: dict[str, Any] | None = None
+    id: int | None = None  # assigned by the database

@@ -1,0 +1,147 @@
+"""The tables, as SQLAlchemy ORM models. Migrations under ``migrations/`` create exactly this schema.
+
+Times are seconds since the epoch (``float``, like the domain). JSON columns hold plain lists and dicts;
+nullable ones store SQL NULL for ``None``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, Double, ForeignKey, Index, Integer, MetaData, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+NAME = String(255)
+NULLABLE_JSON = JSON(none_as_null=True)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+    type_annotation_map = {float: Double(), str: NAME, dict[str, Any]: JSON(), list[Any]: JSON()}
+
+
+class UserRow(Base):
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(unique=True)
+    password_hash: Mapped[str] = mapped_column(Text)
+    admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[float]
+
+
+class TokenRow(Base):
+    __tablename__ = "tokens"
+
+    token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)  # sha256 hex of the token
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    expires_at: Mapped[float | None]  # None: never expires
+    created_at: Mapped[float]
+
+
+class JobRow(Base):
+    __tablename__ = "jobs"
+    __table_args__ = (
+        UniqueConstraint("user_name", "name"),
+        Index(None, "state"),
+        Index(None, "vc"),
+        Index(None, "submitted_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    user_name: Mapped[str]
+    name: Mapped[str]
+    vc: Mapped[str]
+    state: Mapped[str] = mapped_column(String(16))
+    priority: Mapped[int]
+    protocol_version: Mapped[int]
+    config_text: Mapped[str] = mapped_column(Text)  # the job exactly as submitted
+    spec: Mapped[dict[str, Any]]  # codec.spec_to_dict of the normalized JobSpec
+    submitted_at: Mapped[float]
+    started_at: Mapped[float | None]
+    completed_at: Mapped[float | None]
+    retries: Mapped[int] = mapped_column(default=0)
+    exit_code: Mapped[int | None]
+    exit_reason: Mapped[str | None] = mapped_column(Text)
+    waiting_reason: Mapped[dict[str, Any] | None] = mapped_column(NULLABLE_JSON)
+
+    tasks: Mapped[list[TaskRow]] = relationship(
+        back_populates="job", cascade="all, delete-orphan", passive_deletes=True
+    )
+
+
+class TaskRow(Base):
+    __tablename__ = "tasks"
+    __table_args__ = (Index(None, "job_id"),)
+
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    role: Mapped[str] = mapped_column(primary_key=True)
+    task_index: Mapped[int] = mapped_column(primary_key=True)
+    state: Mapped[str] = mapped_column(String(16))
+    node: Mapped[str | None]
+    address: Mapped[str | None]
+    ports: Mapped[dict[str, Any]]  # {label: [port, ...]}
+    gpus: Mapped[list[Any]]
+    attempt_id: Mapped[str | None]
+    exit_code: Mapped[int | None]
+    exit_reason: Mapped[str | None] = mapped_column(Text)
+    retries: Mapped[int] = mapped_column(default=0)
+    started_at: Mapped[float | None]
+    finished_at: Mapped[float | None]
+
+    job: Mapped[JobRow] = relationship(back_populates="tasks")
+
+
+class TaskAttemptRow(Base):
+    __tablename__ = "task_attempts"
+
+    attempt_id: Mapped[str] = mapped_column(primary_key=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    job_attempt: Mapped[int]
+    role: Mapped[str]
+    task_index: Mapped[int]
+    node: Mapped[str | None]
+    state: Mapped[str] = mapped_column(String(16))
+    exit_code: Mapped[int | None]
+    exit_reason: Mapped[str | None] = mapped_column(Text)
+    started_at: Mapped[float | None]
+    finished_at: Mapped[float | None]
+
+
+class JobEventRow(Base):
+    __tablename__ = "job_events"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    at: Mapped[float]
+    kind: Mapped[str] = mapped_column(String(64))
+    message: Mapped[str] = mapped_column(Text)
+    details: Mapped[dict[str, Any] | None] = mapped_column(NULLABLE_JSON)
+
+
+class NodeRow(Base):
+    __tablename__ = "nodes"
+
+    name: Mapped[str] = mapped_column(primary_key=True)
+    address: Mapped[str]
+    gpu: Mapped[int]
+    cpu: Mapped[int]
+    memory_mb: Mapped[int]
+    gpu_type: Mapped[str | None]
+    labels: Mapped[dict[str, Any]]
+    state: Mapped[str] = mapped_column(String(16))
+    last_heartbeat: Mapped[float]
+    log_port: Mapped[int] = mapped_column(default=0)
+    failed_gpus: Mapped[list[Any]]
+    port_low: Mapped[int]
+    port_high: Mapped[int]
+
+
+metadata = Base.metadata

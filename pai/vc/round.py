@@ -1,0 +1,269 @@
+"""One scheduling pass over a snapshot: admit, preempt, or explain why each pending job waits."""
+
+from __future__ import annotations
+
+from pai.domain.resources import ZERO, Resources
+from pai.vc.capacity import NodePool
+from pai.vc.explain import explain_never_fits, explain_no_fit
+from pai.vc.gang import Gang
+from pai.vc.ledger import VcLedger
+from pai.vc.order import always_borrows, queue_key
+from pai.vc.placement import Taken, place, release, to_admission
+from pai.vc.policy import WithinVc
+from pai.vc.preemption import Plan, Planner
+from pai.vc.quota import cluster_total, effective_quotas
+from pai.vc.reasons import WaitCode, with_position
+from pai.vc.reservation import reserve, unreserve
+from pai.vc.snapshot import Admission, Decision, PendingJob, Preemption, RunningJob, Snapshot, WaitingReason
+from pai.vc.wording import at_max, lending_limited, preemption_message, user_limited, waiting_for_victims
+
+UNLIMITED = Resources(10**15, 10**15, 10**18)
+Memo = tuple[object, ...]
+
+
+class Round:
+    """The mutable state of one pass; ``run`` returns the Decision."""
+
+    def __init__(self, snap: Snapshot) -> None:
+        self.snap = snap
+        self.cfg = snap.config
+        self.now = snap.now
+        self.pool = NodePool(snap.nodes)
+        self.total = cluster_total(snap.nodes)
+        self.vcs = {q.name: VcLedger(q, q.max if q.max is not None else UNLIMITED)
+                    for q in effective_quotas(snap.vcs, self.total)}
+        self.lenders = [v for v in self.vcs.values() if v.quota.lending_limit is not None]
+        self.used_all = ZERO  # every job's request, plus what nodes use besides jobs
+        for n in snap.nodes:
+            if n.schedulable:
+                self.used_all = self.used_all + n.used
+        for job in snap.running:
+            self._add_running(job)
+        self.planner = Planner(self.pool, self.vcs, snap.running, now=self.now,
+                               min_run_seconds=self.cfg.min_run_seconds)
+        total = self.total.gpu if self.total.gpu > 0 else self.total.cpu
+        self.budget = total * self.cfg.max_preemption_fraction if self.cfg.max_preemption_fraction < 1 else None
+        self.preempted = 0  # GPUs (CPUs on a CPU-only cluster) preempted in this pass
+        self.admissions: list[Admission] = []
+        self.preemptions: list[Preemption] = []
+        self.planned: dict[str, Admission] = {}
+        self.reasons: dict[str, WaitingReason] = {}
+        self.reserved: dict[str, list[int]] = {}
+        self.pending_keys = {j.key for j in snap.pending}
+        self._gangs: dict[str, Gang] = {}
+        self._empty: NodePool | None = None
+        self._never: dict[Memo, WaitingReason | None] = {}
+        # Failures stay failures for the rest of the pass (capacity, victims and budget only shrink), so jobs
+        # of the same shape and priority are answered from these memos.
+        self._no_fit: dict[Memo, WaitingReason] = {}
+        self._no_plan: dict[Memo, WaitingReason | None] = {}
+
+    def _add_running(self, job: RunningJob) -> None:
+        exclusive = self.cfg.whole_nodes_for_multi_node_gpu and sum(1 for t, _ in job.tasks if t.resources.gpu) >= 2
+        for task, node in job.tasks:
+            i = self.pool.index.get(node)
+            if i is None:
+                continue
+            r = task.resources
+            self.pool.take(i, r.gpu, r.cpu, r.memory_mb, 0)
+            if exclusive:
+                self.pool.close(i)
+        request = job.request
+        self.used_all = self.used_all + request
+        vc = self.vcs.get(job.vc)
+        if vc is not None:
+            vc.add(job.user, request)
+            if job.preempting:
+                vc.mark_leaving(request)
+
+    def gang(self, job: PendingJob) -> Gang:
+        g = self._gangs.get(job.key)
+        if g is None:
+            g = self._gangs[job.key] = Gang.of(job.tasks, self.cfg.whole_nodes_for_multi_node_gpu)
+        return g
+
+    # ---- the pass ------------------------------------------------------------------------------------------
+
+    def run(self) -> Decision:
+        queue = sorted(self.snap.pending, key=queue_key)
+        self._reserve_starving(queue)
+        deferred: list[PendingJob] = []
+        fifo_deferred: set[str] = set()
+        fifo_blocked: set[str] = set()
+        for job in queue:  # first: jobs that fit in their VC's guarantee
+            vc = self.vcs.get(job.vc)
+            if vc is None:
+                self._wait(job, WaitCode.UNKNOWN_VC.reason(f"virtual cluster `{job.vc}` does not exist", vc=job.vc))
+            elif job.vc in fifo_blocked:
+                self._wait_fifo(job)
+            elif job.vc in fifo_deferred or self._borrows(job, vc):
+                deferred.append(job)
+                if vc.quota.strict_fifo:
+                    fifo_deferred.add(job.vc)
+            elif not self._consider(job, vc, borrowing=False) and vc.quota.strict_fifo:
+                fifo_blocked.add(job.vc)
+        for job in deferred:  # then borrowing jobs, in the same order
+            vc = self.vcs[job.vc]
+            if job.vc in fifo_blocked:
+                self._wait_fifo(job)
+            elif not self._consider(job, vc, borrowing=True) and vc.quota.strict_fifo:
+                fifo_blocked.add(job.vc)
+        return Decision(tuple(self.admissions), tuple(self.preemptions), self._positions(queue), dict(self.planned))
+
+    def _borrows(self, job: PendingJob, vc: VcLedger) -> bool:
+        return always_borrows(job.priority) or not vc.within_guarantee(self.gang(job).request)
+
+    def _consider(self, job: PendingJob, vc: VcLedger, *, borrowing: bool) -> bool:
+        """Admit the job, plan it behind preemptions, or record why it waits. True when admitted."""
+        gang = self.gang(job)
+        request = gang.request
+        if not vc.user_fits(job.user, request.gpu):
+            return self._wait(job, user_limited(vc, job.user, request.gpu))
+        never = self._never_fits(gang)
+        if never is not None:
+            return self._wait(job, never)
+        if borrowing and not self._lending_ok(vc, request):
+            return self._wait(job, lending_limited(vc, request, self.lenders))
+        quota_ok = vc.fits_max_now(request)
+        if quota_ok:
+            taken = self._place(job, gang)
+            if taken is not None:
+                self._admit(job, vc, gang, taken)
+                return True
+        planned = self._preempt(job, gang, vc)
+        if planned is not None:
+            return self._wait(job, planned)
+        if not quota_ok:
+            return self._wait(job, at_max(vc, request))
+        reason = self._no_fit[(gang.key, job.priority)]
+        held = self.reserved.get(job.key)
+        if held:
+            names = [self.pool.names[i] for i in held]
+            reason = WaitingReason(reason.code, f"{reason.message}; holding {', '.join(names)} for it",
+                                   figures={**reason.figures, "reserved": names})
+        return self._wait(job, reason)
+
+    def _place(self, job: PendingJob, gang: Gang) -> list[Taken] | None:
+        memo = (gang.key, job.priority)
+        owner = job.key in self.reserved
+        if memo in self._no_fit and not owner:
+            return None
+        taken = place(self.pool, gang, job.key, job.priority)
+        if taken is None and (owner or memo not in self._no_fit):
+            self._no_fit[memo] = explain_no_fit(self.pool, gang, job.key, job.priority)
+        return taken
+
+    def _admit(self, job: PendingJob, vc: VcLedger, gang: Gang, taken: list[Taken]) -> None:
+        vc.add(job.user, gang.request)
+        self.used_all = self.used_all + gang.request
+        self.admissions.append(to_admission(self.pool, job.key, taken))
+        self._drop_reservation(job.key)
+
+    def _never_fits(self, gang: Gang) -> WaitingReason | None:
+        if gang.key not in self._never:
+            if self._empty is None:
+                self._empty = NodePool(self.snap.nodes, empty=True)
+            taken = place(self._empty, gang, "", 0)
+            self._never[gang.key] = explain_never_fits(self._empty, gang) if taken is None else None
+            if taken is not None:
+                release(self._empty, taken)
+        return self._never[gang.key]
+
+    def _lending_ok(self, vc: VcLedger, request: Resources) -> bool:
+        """Borrowing may not use idle guarantee that another VC does not lend (its lendingLimit)."""
+        if not self.lenders:
+            return True
+        held_back = ZERO
+        for v in self.lenders:
+            if v is not vc:
+                held_back = held_back + v.held_back()
+        free = self.total - self.used_all - request
+        return held_back.fits_in(free.clamp0()) and not free.is_negative()
+
+    # ---- preemption and reservations -----------------------------------------------------------------------
+
+    def _preempt(self, job: PendingJob, gang: Gang, vc: VcLedger) -> WaitingReason | None:
+        """Plan the job behind victims; the reason it then waits with, or None when no plan is allowed."""
+        own = self.planner.own_in_flight(job.key)
+        newer = job.submitted_at if vc.quota.preemption.within_vc is WithinVc.LOWER_OR_NEWER_EQUAL_PRIORITY else 0.0
+        memo = (vc.name, gang.key, job.priority, newer)
+        special = bool(own) or job.key in self.reserved
+        if memo in self._no_plan and not special:
+            return self._no_plan[memo]
+        plan = self.planner.plan(job, gang, vc, self.pending_keys)
+        if plan is None:
+            result = waiting_for_victims(len(own), None) if own else None
+            if not special:
+                self._no_plan[memo] = result
+            return result
+        cost = sum(v.job.request.gpu if self.total.gpu > 0 else v.job.request.cpu for v in plan.new_victims)
+        if self.budget is not None and plan.new_victims and self.preempted + cost > self.budget:
+            result = WaitCode.PREEMPTION_DEFERRED.reason(
+                f"needs to preempt {len(plan.new_victims)} jobs; this pass may preempt only "
+                f"{max(self.budget - self.preempted, 0):g} more", victims=len(plan.new_victims))
+            if not special:
+                self._no_plan[memo] = result
+            return result
+        self._commit(job, gang, vc, plan, cost)
+        return waiting_for_victims(len(plan.victims), self.planned[job.key])
+
+    def _commit(self, job: PendingJob, gang: Gang, vc: VcLedger, plan: Plan, cost: int) -> None:
+        self.planner.commit(plan, gang)
+        self.preempted += cost
+        vc.add(job.user, gang.request)
+        self.used_all = self.used_all + gang.request
+        for v in plan.new_victims:
+            source = self.vcs.get(v.job.vc)
+            if source is not None:
+                source.mark_leaving(v.job.request)
+            self.preemptions.append(Preemption(v.job.key, job.key, v.rule, preemption_message(v.job, job, v.rule)))
+        self.planned[job.key] = to_admission(self.pool, job.key, plan.taken)
+        self._drop_reservation(job.key)
+
+    def _reserve_starving(self, queue: list[PendingJob]) -> None:
+        limit = self.cfg.max_reservations
+        for job in queue:
+            if len(self.reserved) >= limit:
+                return
+            if self.now - job.submitted_at < self.cfg.reservation_after_seconds:
+                continue
+            vc = self.vcs.get(job.vc)
+            gang = self.gang(job)
+            if vc is None or gang.request.gpu == 0 or not vc.fits_max_now(gang.request):
+                continue
+            if self._never_fits(gang) is not None:
+                continue
+            taken = place(self.pool, gang, job.key, job.priority)
+            if taken is not None:
+                release(self.pool, taken)
+                continue
+            held = reserve(self.pool, gang, job.key, job.priority)
+            if held:
+                self.reserved[job.key] = held
+
+    def _drop_reservation(self, job: str) -> None:
+        if self.reserved.pop(job, None) is not None and unreserve(self.pool, job):
+            self._no_fit.clear()  # more capacity for the jobs behind: earlier failures may now fit
+            self._no_plan.clear()
+
+    # ---- reasons -------------------------------------------------------------------------------------------
+
+    def _wait(self, job: PendingJob, reason: WaitingReason) -> bool:
+        self.reasons[job.key] = reason
+        return False
+
+    def _wait_fifo(self, job: PendingJob) -> None:
+        self._wait(job, WaitCode.STRICT_FIFO.reason(
+            f"VC `{job.vc}` schedules in strict FIFO order and an earlier job is waiting", vc=job.vc))
+
+    def _positions(self, queue: list[PendingJob]) -> dict[str, WaitingReason]:
+        """Every waiting job with its 1-based position among the waiting jobs of its VC."""
+        seen: dict[str, int] = {}
+        out: dict[str, WaitingReason] = {}
+        for job in queue:
+            reason = self.reasons.get(job.key)
+            if reason is None:
+                continue
+            seen[job.vc] = position = seen.get(job.vc, 0) + 1
+            out[job.key] = with_position(reason, position)
+        return out

@@ -1,0 +1,18 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.dbkit import BACKENDS, database_url
+from tests.e2e.harness import Cluster, cluster
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def two_agents(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """A master and two agents with 2 CPUs each on 127.0.0.2 and 127.0.0.3."""
+    tmp = tmp_path_factory.mktemp(f"cluster-{request.param}")
+    with database_url(request.param, tmp) as url, cluster(
+        tmp, url, [("node-a", "127.0.0.2", 2), ("node-b", "127.0.0.3", 2)]
+    ) as c:
+        yield c

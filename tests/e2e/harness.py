@@ -1,0 +1,134 @@
+"""A real cluster for end-to-end tests: a master process and agent processes, each agent on its own
+loopback address (127.0.0.2, 127.0.0.3, ...), talking over HTTP like in production."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pai.cli.api import MasterApi
+from pai.cli.errors import ApiError, CliError
+from pai.cli.http import HttpClient
+
+ADMIN_PASSWORD = "e2e-secret-password"
+AGENT_TOKEN = "e2e-agent-token"
+TERMINAL = {"SUCCEEDED", "FAILED", "STOPPED"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for(what: str, probe: Callable[[], Any], timeout: float = 30.0, interval: float = 0.1) -> Any:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = probe()
+            if last:
+                return last
+        except CliError as e:
+            last = e
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}; last: {last!r}")
+
+
+@dataclass
+class Cluster:
+    url: str
+    api: MasterApi
+    tmp: Path
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    logs: dict[str, Path] = field(default_factory=dict)
+
+    def submit(self, body: str | bytes, content_type: str = "application/json") -> str:
+        data = body.encode() if isinstance(body, str) else body
+        return str(self.api.submit(data, content_type)["jobName"])
+
+    def job(self, key: str) -> dict[str, Any]:
+        return self.api.job(key)
+
+    def wait_state(self, key: str, states: set[str], timeout: float = 60.0) -> dict[str, Any]:
+        def probe() -> dict[str, Any] | None:
+            d = self.job(key)
+            return d if d["jobStatus"]["state"] in states else None
+
+        return dict(wait_for(f"{key} to reach {states}", probe, timeout, 0.2))
+
+    def tasks(self, detail: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        return [(role, t) for role, info in detail["taskRoles"].items() for t in info["taskStatuses"]]
+
+    def log(self, key: str, role: str, index: int, stream: str = "stdout") -> str:
+        return self.api.task_log(key, role, index, stream)
+
+    def raw(self, method: str, path: str, body: bytes | None = None, content_type: str | None = None,
+            token: str | None = "default") -> tuple[int, Any]:
+        client = HttpClient(self.url, self.api.http.token if token == "default" else token)
+        try:
+            resp = client.request(method, path, body=body, content_type=content_type)
+            return resp.status, client.decode_json(method, path, resp) if resp.content_type.endswith("json") \
+                else resp.text()
+        except ApiError as e:
+            return e.status, {"code": e.code, "message": e.message}
+
+    def master_log(self) -> str:
+        return self.logs["master"].read_text(errors="replace")
+
+
+def _spawn(name: str, args: list[str], tmp: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], Path]:
+    log = tmp / f"{name}.log"
+    f = log.open("wb")
+    proc = subprocess.Popen([sys.executable, "-m", "pai", *args], stdout=f, stderr=subprocess.STDOUT, env=env,
+                            start_new_session=True)
+    f.close()
+    return proc, log
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+@contextmanager
+def cluster(tmp: Path, database_url: str | None, agents: list[tuple[str, str, int]],
+            grace_seconds: float = 3.0) -> Iterator[Cluster]:
+    """``agents``: (name, address, cpus). Yields once every agent is READY, the admin logged in."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "PAI_ADMIN_PASSWORD": ADMIN_PASSWORD, "PAI_AGENT_TOKEN": AGENT_TOKEN}
+    env.pop("PAI_DATABASE_URL", None)
+    with ExitStack() as stack:
+        args = ["master", "--port", str(port), "--data-dir", str(tmp / "master"), "--grace-seconds",
+                str(grace_seconds), "--heartbeat", "0.3", "--node-timeout", "10"]
+        if database_url:
+            args += ["--database-url", database_url]
+        proc, log = _spawn("master", args, tmp, env)
+        stack.callback(_stop, proc)
+        c = Cluster(url, MasterApi(HttpClient(url, timeout=10)), tmp, {"master": proc}, {"master": log})
+        wait_for("the master", lambda: c.api.http.json("GET", "/healthz"), 30)
+        c.api.http.token = c.api.login("admin", ADMIN_PASSWORD)["token"]
+        for name, address, cpus in agents:
+            proc, log = _spawn(name, ["agent", "--master", url, "--name", name, "--address", address,
+                                      "--cpus", str(cpus), "--memory-mb", "4096", "--gpus", "0",
+                                      "--work-dir", str(tmp / name), "--kill-on-exit"], tmp, env)
+            stack.callback(_stop, proc)
+            c.procs[name], c.logs[name] = proc, log
+        names = {a[0] for a in agents}
+        wait_for("agents READY", lambda: names <= {n["name"] for n in c.api.nodes() if n["state"] == "READY"}, 30)
+        yield c

@@ -1,0 +1,43 @@
+"""The schemas are valid draft 2020-12 documents; the shipped examples parse and mean the same job."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from pai.jobspec import ProtocolVersion, load_schema, parse_job
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.mark.parametrize("version", list(ProtocolVersion))
+def test_schema_is_valid_draft_2020_12(version: ProtocolVersion) -> None:
+    schema = load_schema(version)
+    Draft202012Validator.check_schema(schema)
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert schema["additionalProperties"] is False
+
+
+def test_hello_examples_describe_the_same_job() -> None:
+    v1 = parse_job((EXAMPLES / "hello-v1.json").read_bytes(), "application/json")
+    v2 = parse_job((EXAMPLES / "hello-v2.yaml").read_bytes(), "application/yaml")
+    assert (v1.protocol_version, v2.protocol_version) == (1, 2)
+    assert v1.spec.name == v2.spec.name == "hello"
+    assert v1.spec.task_roles == v2.spec.task_roles
+    assert [(r.name, r.instances) for r in v1.spec.task_roles] == [("ps", 1), ("worker", 2)]
+    for role in v1.spec.task_roles:
+        assert role.image == "busybox"
+        assert (role.resources.cpu, role.resources.memory_mb, role.resources.gpu) == (1, 256, 0)
+        assert "$PAI_TASK_ROLE_worker_HOST_LIST" in role.command
+    assert v1.spec.code_dir == ""
+
+
+def test_torch_example_uses_its_code_dir() -> None:
+    spec = parse_job((EXAMPLES / "torch-allreduce.json").read_bytes(), "application/json").spec
+    role = spec.role("worker")
+    assert (role.instances, role.resources.cpu, role.resources.memory_mb, role.resources.gpu) == (2, 1, 2048, 0)
+    code_dir = Path(__file__).resolve().parents[2] / spec.code_dir
+    assert (code_dir / "allreduce.py").is_file()
+    assert "allreduce.py" in role.command

@@ -1,0 +1,75 @@
+"""A real aiohttp server playing the master's agent API: records requests, replies with queued commands."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from aiohttp import web
+
+from pai.protocol import (
+    ContainerReport,
+    HeartbeatRequest,
+    MasterReply,
+    RegisterRequest,
+    StartTask,
+    StopTask,
+)
+
+
+@dataclass
+class FakeMaster:
+    heartbeat_seconds: float = 0.1
+    refuse_heartbeats: int = 0  # answer this many heartbeats 404 NoNodeError, as a restarted master would
+    registers: list[RegisterRequest] = field(default_factory=list)
+    heartbeats: list[HeartbeatRequest] = field(default_factory=list)
+    authorizations: list[str | None] = field(default_factory=list)
+    requests: list[RegisterRequest | HeartbeatRequest] = field(default_factory=list)
+    _queued: deque[tuple[StartTask | StopTask, ...]] = field(default_factory=deque)
+    _runner: web.AppRunner | None = None
+    url: str = ""
+
+    def send(self, *commands: StartTask | StopTask) -> None:
+        """Commands for the next reply (register or heartbeat)."""
+        self._queued.append(commands)
+
+    def latest(self, attempt_id: str) -> ContainerReport | None:
+        """The attempt as the most recent request (register or heartbeat) reported it."""
+        if not self.requests:
+            return None
+        return next((c for c in self.requests[-1].containers if c.attempt_id == attempt_id), None)
+
+    def _reply(self) -> web.Response:
+        commands = self._queued.popleft() if self._queued else ()
+        return web.json_response(MasterReply(commands, self.heartbeat_seconds).to_dict())
+
+    async def _register(self, request: web.Request) -> web.Response:
+        self.authorizations.append(request.headers.get("Authorization"))
+        self.registers.append(RegisterRequest.from_dict(await request.json()))
+        self.requests.append(self.registers[-1])
+        return self._reply()
+
+    async def _heartbeat(self, request: web.Request) -> web.Response:
+        self.authorizations.append(request.headers.get("Authorization"))
+        heartbeat = HeartbeatRequest.from_dict(await request.json())
+        assert heartbeat.node == request.match_info["node"]
+        if self.refuse_heartbeats > 0:
+            self.refuse_heartbeats -= 1
+            return web.json_response({"code": "NoNodeError", "message": "node is not registered"}, status=404)
+        self.heartbeats.append(heartbeat)
+        self.requests.append(heartbeat)
+        return self._reply()
+
+    async def start(self, port: int = 0) -> str:
+        app = web.Application()
+        app.router.add_post("/api/internal/agents/register", self._register)
+        app.router.add_post("/api/internal/agents/{node}/heartbeat", self._heartbeat)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, "127.0.0.1", port).start()
+        self.url = f"http://127.0.0.1:{self._runner.addresses[0][1]}"
+        return self.url
+
+    async def close(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()

@@ -1,0 +1,98 @@
+"""``pai agent`` as its own process: flags and environment, signals, --kill-on-exit."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from pai.nodeagent import process_group
+from pai.nodeagent.cli import agent
+from pai.protocol import ContainerStatus, PlatformExit
+from tests.nodeagent.builders import eventually, start_task
+from tests.nodeagent.conftest import Groups
+from tests.nodeagent.fake_master import FakeMaster
+
+AGENT = [sys.executable, "-c", "from pai.nodeagent.cli import agent; agent()"]
+
+
+@pytest.fixture
+async def master() -> AsyncIterator[FakeMaster]:
+    m = FakeMaster()
+    await m.start()
+    yield m
+    await m.close()
+
+
+async def spawn(tmp_path: Path, *flags: str, env: dict[str, str] | None = None) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        *AGENT,
+        "--name", "n1", "--work-dir", str(tmp_path / "agent"), "--cpus", "2", "--memory-mb", "512",
+        "--label", "zone=a", "--heartbeat", "0.1", *flags,
+        env={**os.environ, **(env or {})},
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+
+
+def pgid_on_disk(tmp_path: Path, attempt_id: str, groups: Groups) -> int:
+    state = json.loads((tmp_path / "agent" / "runtime" / "process" / f"{attempt_id}.json").read_text())
+    return groups.add(state["pgid"])
+
+
+async def test_sigterm_with_kill_on_exit_leaves_no_process(tmp_path: Path, master: FakeMaster, groups: Groups) -> None:
+    master.send(start_task("a1", "sleep 600 & sleep 600"))
+    proc = await spawn(tmp_path, "--master", master.url, "--kill-on-exit", "--kill-grace", "1")
+    await eventually(lambda: master.latest("a1"), what="a1 reported")
+    pgid = pgid_on_disk(tmp_path, "a1", groups)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = await asyncio.wait_for(proc.communicate(), 15)
+    assert proc.returncode == 0, stderr.decode()
+    assert process_group.group_members(pgid) == []
+    last = master.latest("a1")
+    assert last is not None and (last.status, last.exit_code) == (ContainerStatus.EXITED, PlatformExit.STOPPED)
+    node = master.registers[0].node
+    assert (node.name, node.labels, node.resources.cpu, node.resources.memory_mb) == ("n1", {"zone": "a"}, 2, 512)
+    lines = stderr.decode().splitlines()
+    assert any("registered with the master" in line and "node=n1" in line for line in lines)
+    assert any("attempt started" in line and "node=n1" in line and "attempt=a1" in line for line in lines)
+
+
+async def test_sigint_leaves_tasks_running_and_reads_master_and_token_from_env(
+    tmp_path: Path, master: FakeMaster, groups: Groups
+) -> None:
+    master.send(start_task("a1", "sleep 600"))
+    proc = await spawn(tmp_path, env={"PAI_MASTER_URL": master.url, "PAI_AGENT_TOKEN": "t0k"})
+    await eventually(lambda: master.latest("a1"), what="a1 reported")
+    pgid = pgid_on_disk(tmp_path, "a1", groups)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = await asyncio.wait_for(proc.communicate(), 15)
+    assert proc.returncode == 0, stderr.decode()
+    assert process_group.group_members(pgid) != []
+    assert set(master.authorizations) == {"Bearer t0k"}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(["--label", "novalue"], "is not key=value", id="label-without-equals"),
+        pytest.param(["--runtime", "docker"], "Invalid value for '--runtime'", id="runtime-not-there-yet"),
+        pytest.param(["--gpus", "-1"], "x>=0", id="negative-gpus"),
+    ],
+)
+def test_bad_flags_are_usage_errors(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(agent, ["--master", "http://127.0.0.1:1", *args])
+    assert result.exit_code == 2
+    assert message in result.output
+
+
+def test_master_is_required(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PAI_MASTER_URL", raising=False)
+    result = CliRunner().invoke(agent, [])
+    assert result.exit_code == 2 and "--master" in result.output

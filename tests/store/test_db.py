@@ -1,0 +1,134 @@
+"""Database setup: URL resolution, SQLite pragmas, sessions, and migrations from an empty database."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import inspect, text
+from sqlalchemy.exc import IntegrityError
+
+from pai.domain.node import Node
+from pai.domain.resources import Resources
+from pai.store import migrations, nodes
+from pai.store.db import Database, database_url, default_data_dir, normalize_url
+from pai.store.schema import metadata
+
+from .conftest import Kind, make_database
+
+TABLES = {"users", "tokens", "jobs", "tasks", "task_attempts", "job_events", "nodes"}
+
+
+def test_default_data_dir_honours_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PAI_DATA_DIR", str(tmp_path / "d"))
+    assert default_data_dir() == tmp_path / "d"
+    monkeypatch.delenv("PAI_DATA_DIR")
+    assert default_data_dir() == Path.home() / ".local" / "share" / "pai"
+
+
+def test_database_url_prefers_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("PAI_DATABASE_URL", raising=False)
+    assert database_url(tmp_path) == f"sqlite:///{tmp_path}/pai.db"
+    monkeypatch.setenv("PAI_DATA_DIR", str(tmp_path / "env"))
+    assert database_url() == f"sqlite:///{tmp_path}/env/pai.db"
+    monkeypatch.setenv("PAI_DATABASE_URL", "postgresql://u@h/db")
+    assert database_url(tmp_path) == "postgresql://u@h/db"
+
+
+@pytest.mark.parametrize(
+    ("url", "driver"),
+    [
+        pytest.param("postgresql://u:p@h:5432/db", "postgresql+psycopg", id="plain postgresql"),
+        pytest.param("postgres://u@h/db", "postgresql+psycopg", id="postgres alias"),
+        pytest.param("postgresql+psycopg://u@h/db", "postgresql+psycopg", id="already psycopg"),
+        pytest.param("sqlite:////tmp/x.db", "sqlite", id="sqlite untouched"),
+    ],
+)
+def test_normalize_url_pins_psycopg(url: str, driver: str) -> None:
+    assert normalize_url(url).drivername == driver
+
+
+def test_sqlite_creates_data_dir_and_sets_pragmas(tmp_path: Path) -> None:
+    db = Database(f"sqlite:///{tmp_path}/a/b/pai.db")
+    try:
+        with db.engine.connect() as c:
+            assert c.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+            assert c.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+            assert c.exec_driver_sql("PRAGMA busy_timeout").scalar() == 10_000
+        assert (tmp_path / "a" / "b").is_dir()
+    finally:
+        db.dispose()
+
+
+def test_migrate_from_empty_creates_every_table(empty_db: Database) -> None:
+    assert empty_db.revision() is None
+    assert empty_db.migrate() == migrations.head_revision()
+    assert empty_db.revision() == migrations.head_revision()
+    assert set(inspect(empty_db.engine).get_table_names()) >= TABLES
+
+
+def test_migrate_twice_is_harmless(db: Database) -> None:
+    with db.session() as s:
+        nodes.upsert_node(s, Node("n", "10.0.0.1", Resources(1, 1, 1)))
+    db.migrate()
+    with db.session() as s:
+        assert s.execute(text("SELECT count(*) FROM nodes")).scalar() == 1
+
+
+def test_migrated_schema_matches_models(db: Database) -> None:
+    with db.engine.connect() as c:
+        diff = compare_metadata(MigrationContext.configure(c, opts={"compare_type": True}), metadata)
+    assert diff == []
+
+
+def test_indexes_the_brief_asks_for(db: Database) -> None:
+    inspector = inspect(db.engine)
+    indexed = {(table, tuple(ix["column_names"])) for table in ("jobs", "tasks") for ix in inspector.get_indexes(table)}
+    assert {("jobs", ("state",)), ("jobs", ("vc",)), ("tasks", ("job_id",))} <= indexed
+
+
+def test_downgrade_to_base_drops_everything(empty_db: Database) -> None:
+    empty_db.migrate()
+    with empty_db.engine.begin() as c:
+        migrations.downgrade(c, "base")
+    assert not TABLES & set(inspect(empty_db.engine).get_table_names())
+    assert empty_db.revision() is None
+
+
+def test_session_commits_on_success_and_rolls_back_on_error(db: Database) -> None:
+    insert = text("INSERT INTO job_events (job_id, at, kind, message) VALUES ('nope', 0, 'k', 'm')")
+    with db.session() as s:
+        s.execute(text("DELETE FROM nodes"))
+    with pytest.raises(RuntimeError), db.session() as s:
+        nodes.upsert_node(s, Node("n", "10.0.0.1", Resources(1, 1, 1)))
+        raise RuntimeError("boom")
+    with db.session() as s:
+        assert s.execute(text("SELECT count(*) FROM nodes")).scalar() == 0
+    # Foreign keys are enforced on both backends: an event for a job that does not exist is refused.
+    with pytest.raises(IntegrityError, match=r"(?i)foreign key"), db.session() as s:
+        s.execute(insert)
+
+
+def test_make_database_gives_each_caller_its_own_database(kind: Kind, tmp_path: Path) -> None:
+    with make_database(kind, tmp_path / "one") as one, make_database(kind, tmp_path / "two") as two:
+        with one.session() as s:
+            s.execute(text("INSERT INTO users (name, password_hash, admin, created_at) VALUES ('x', 'h', false, 0)"))
+        with two.session() as s:
+            assert s.execute(text("SELECT count(*) FROM users")).scalar() == 0
+
+
+def test_database_made_on_one_thread_serves_a_worker_thread(db: Database) -> None:
+    """The master builds the Database at start-up and then calls the store from one worker thread."""
+
+    def work() -> int:
+        with db.session() as s:
+            nodes.upsert_node(s, Node("w", "10.0.0.2", Resources(1, 1, 1)))
+            return len(nodes.list_nodes(s))
+
+    with ThreadPoolExecutor(max_workers=1) as worker:
+        assert worker.submit(work).result() == 1
+    with db.session() as s:
+        assert [n.name for n in nodes.list_nodes(s)] == ["w"]

@@ -1,0 +1,222 @@
+"""Jobs: insert, get, conflicts, listing with filters and pages, active jobs, saving state changes."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from sqlalchemy import event, text
+
+from pai.domain.errors import ConflictJobError, InvalidParametersError, NoJobError
+from pai.domain.job import Job, Task
+from pai.domain.states import JobState, TaskState
+from pai.store import jobs
+from pai.store.db import Database
+
+from .builders import full_spec, job, role
+
+W, R, S = JobState.WAITING, JobState.RUNNING, JobState.STOPPING
+
+
+def insert(db: Database, *values: Job) -> None:
+    with db.session() as s:
+        for value in values:
+            jobs.insert_job(s, value, f"config of {value.name}")
+
+
+def count(db: Database, table: str) -> int:
+    with db.session() as s:
+        return int(s.execute(text(f"SELECT count(*) FROM {table}")).scalar_one())
+
+
+def test_insert_then_get_returns_the_same_job(db: Database) -> None:
+    value = replace(job("full", roles=full_spec().task_roles), waiting_reason={"text": "VC dev at max", "gpu": [8, 8]})
+    insert(db, value)
+    with db.session() as s:
+        assert jobs.get_job(s, "alice~full") == value
+        assert jobs.get_job_by_id(s, value.id) == value
+        assert jobs.get_config_text(s, "alice~full") == "config of full"
+    assert count(db, "tasks") == 4 + 2
+
+
+@pytest.mark.parametrize("key", ["alice~nope", "bob~job", "alice", "~job", "alice~"])
+def test_unknown_key_is_no_job(db: Database, key: str) -> None:
+    insert(db, job("job"))
+    with db.session() as s:
+        with pytest.raises(NoJobError, match=key):
+            jobs.get_job(s, key)
+        with pytest.raises(NoJobError):
+            jobs.get_config_text(s, key)
+        with pytest.raises(NoJobError):
+            jobs.get_job_by_id(s, key)
+
+
+def test_conflict_names_the_key_and_leaves_nothing_behind(db: Database) -> None:
+    first = job("dup", roles=(role("w", 2),))
+    insert(db, first)
+    second = job("dup", roles=(role("w", 5), role("ps", 1)))
+    with db.session() as s:
+        with pytest.raises(ConflictJobError, match="alice~dup"):
+            jobs.insert_job(s, second, "other text")
+        jobs.insert_job(s, job("after-conflict"), "ok")  # the session is still usable
+    with db.session() as s:
+        assert jobs.get_job(s, "alice~dup") == first
+        assert jobs.get_config_text(s, "alice~dup") == "config of dup"
+        with pytest.raises(NoJobError):
+            jobs.get_job_by_id(s, second.id)
+        assert s.execute(text("SELECT count(*) FROM tasks WHERE job_id = :id"), {"id": second.id}).scalar() == 0
+    assert count(db, "jobs") == 2
+    assert count(db, "tasks") == 2 + 1
+
+
+def test_same_name_for_another_user_is_fine(db: Database) -> None:
+    insert(db, job("same", "alice"), job("same", "bob"))
+    with db.session() as s:
+        assert jobs.get_job(s, "bob~same").user == "bob"
+
+
+@pytest.fixture
+def catalogue(db: Database) -> Database:
+    insert(
+        db,
+        job("train-a", "alice", submitted_at=1, virtual_cluster="dev", state=R),
+        job("train_b", "alice", submitted_at=2, virtual_cluster="prod", state=JobState.SUCCEEDED),
+        job("eval-TRAIN", "bob", submitted_at=3, virtual_cluster="dev", state=W),
+        job("trainxb", "bob", submitted_at=4, virtual_cluster="default", state=JobState.FAILED),
+        job("infer", "carol", submitted_at=5, virtual_cluster="dev", state=S),
+    )
+    return db
+
+
+@pytest.mark.parametrize(
+    ("filters", "expected"),
+    [
+        pytest.param({}, ["infer", "trainxb", "eval-TRAIN", "train_b", "train-a"], id="all, newest first"),
+        pytest.param({"order": "asc"}, ["train-a", "train_b", "eval-TRAIN", "trainxb", "infer"], id="oldest first"),
+        pytest.param({"username": "bob"}, ["trainxb", "eval-TRAIN"], id="by user"),
+        pytest.param({"vc": "dev"}, ["infer", "eval-TRAIN", "train-a"], id="by vc"),
+        pytest.param({"states": [W, R]}, ["eval-TRAIN", "train-a"], id="by states"),
+        pytest.param({"states": []}, [], id="no states matches nothing"),
+        pytest.param({"keyword": "train"}, ["trainxb", "eval-TRAIN", "train_b", "train-a"], id="keyword any case"),
+        pytest.param({"keyword": "n_b"}, ["train_b"], id="underscore is literal"),
+        pytest.param({"keyword": "%"}, [], id="percent is literal"),
+        pytest.param({"vc": "dev", "username": "alice", "states": [R]}, ["train-a"], id="filters combine"),
+        pytest.param({"username": "nobody"}, [], id="no match"),
+    ],
+)
+def test_list_filters_and_order(catalogue: Database, filters: dict[str, Any], expected: list[str]) -> None:
+    with catalogue.session() as s:
+        found, total = jobs.list_jobs(s, **filters)
+    assert [j.name for j in found] == expected
+    assert total == len(expected)
+
+
+@pytest.mark.parametrize(
+    ("offset", "limit", "expected"),
+    [
+        pytest.param(0, 2, ["infer", "trainxb"], id="first page"),
+        pytest.param(2, 2, ["eval-TRAIN", "train_b"], id="second page"),
+        pytest.param(4, 2, ["train-a"], id="last page"),
+        pytest.param(9, 2, [], id="past the end"),
+        pytest.param(3, None, ["train_b", "train-a"], id="offset without limit"),
+        pytest.param(0, 0, [], id="limit zero"),
+    ],
+)
+def test_pages_count_every_match(catalogue: Database, offset: int, limit: int | None, expected: list[str]) -> None:
+    with catalogue.session() as s:
+        found, total = jobs.list_jobs(s, offset=offset, limit=limit)
+    assert [j.name for j in found] == expected
+    assert total == 5
+
+
+@pytest.mark.parametrize(
+    "bad", [{"order": "sideways"}, {"offset": -1}, {"limit": -1}], ids=["order", "offset", "limit"]
+)
+def test_list_rejects_bad_parameters(db: Database, bad: dict[str, Any]) -> None:
+    with db.session() as s, pytest.raises(InvalidParametersError):
+        jobs.list_jobs(s, **bad)
+
+
+def test_listed_jobs_carry_their_tasks(catalogue: Database) -> None:
+    with catalogue.session() as s:
+        found, _ = jobs.list_jobs(s)
+    assert all(len(j.tasks) == 1 and j.tasks[0].role == "worker" for j in found)
+
+
+def test_active_jobs_oldest_first(catalogue: Database) -> None:
+    with catalogue.session() as s:
+        assert [j.name for j in jobs.active_jobs(s)] == ["train-a", "eval-TRAIN", "infer"]
+
+
+def test_lists_load_tasks_in_one_query(catalogue: Database) -> None:
+    statements: list[str] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        statements.append(statement)
+
+    event.listen(catalogue.engine, "before_cursor_execute", record)
+    try:
+        with catalogue.session() as s:
+            jobs.list_jobs(s)
+            listed = len(statements)
+            jobs.active_jobs(s)
+            active = len(statements) - listed
+    finally:
+        event.remove(catalogue.engine, "before_cursor_execute", record)
+    task_queries = [q for q in statements if "FROM tasks" in q]
+    assert len(task_queries) == 2
+    assert listed <= 4 and active <= 3  # (BEGIN,) count, jobs, tasks
+
+
+def test_save_job_updates_job_and_tasks(db: Database) -> None:
+    value = job("run", roles=(role("w", 2), role("ps", 1)))
+    insert(db, value)
+    w0 = replace(
+        value.task("w", 0),
+        state=TaskState.RUNNING,
+        node="n1",
+        address="10.0.0.1",
+        ports={"http": (20000,), "ssh": (20001,)},
+        gpus=(0, 1),
+        attempt_id="att-1",
+        started_at=5.0,
+    )
+    ps0 = replace(value.task("ps", 0), state=TaskState.FAILED, exit_code=1, exit_reason="user error", retries=1)
+    changed = replace(
+        value.with_task(w0).with_task(ps0),
+        state=R,
+        started_at=5.0,
+        retries=1,
+        exit_code=None,
+        waiting_reason=None,
+    )
+    with db.session() as s:
+        jobs.save_job(s, changed)
+    with db.session() as s:
+        assert jobs.get_job(s, "alice~run") == changed
+        found, _ = jobs.list_jobs(s, states=[R])
+    assert found == [changed]
+
+
+def test_save_job_adds_and_removes_task_rows(db: Database) -> None:
+    value = job("elastic", roles=(role("w", 3),))
+    insert(db, value)
+    shrunk = replace(value, tasks=(value.tasks[0], value.tasks[2], Task("w", 7, retries=4)))
+    with db.session() as s:
+        jobs.save_job(s, shrunk)
+    with db.session() as s:
+        assert [(t.index, t.retries) for t in jobs.get_job(s, "alice~elastic").tasks] == [(0, 0), (2, 0), (7, 4)]
+    assert count(db, "tasks") == 3
+
+
+def test_save_unknown_job(db: Database) -> None:
+    with db.session() as s, pytest.raises(NoJobError, match="alice~ghost"):
+        jobs.save_job(s, job("ghost"))
+
+
+def test_failed_session_keeps_nothing(db: Database) -> None:
+    with pytest.raises(RuntimeError), db.session() as s:
+        jobs.insert_job(s, job("doomed"), "x")
+        raise RuntimeError("crash before commit")
+    assert count(db, "jobs") == count(db, "tasks") == 0
