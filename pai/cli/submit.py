@@ -6,7 +6,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from typing import IO, Any
 
 import click
@@ -53,8 +53,17 @@ def prepare_spec(text: str, source: str) -> PreparedSpec:
         raise SpecFileError(source, "expected a mapping (a JSON object or YAML mapping) at the top level")
     if str(doc.get("protocolVersion")) == "2":
         return PreparedSpec(text.encode(), YAML_TYPE, 2)
+    code_dir = doc.get("codeDir")
+    if isinstance(code_dir, str) and _is_relative_local(code_dir) and source != "-":
+        # A relative codeDir means "next to the spec file", on the file system the agents share.
+        doc["codeDir"] = str((Path(source).resolve().parent / code_dir).resolve())
+        was_json = False
     body = text if was_json else json.dumps(doc, default=str)
     return PreparedSpec(body.encode(), JSON_TYPE, 1)
+
+
+def _is_relative_local(path: str) -> bool:
+    return bool(path) and "://" not in path and not path.startswith("/")
 
 
 def wait_for_job(

@@ -9,7 +9,6 @@ import click
 import yaml
 
 from pai.domain.errors import PaiError
-from pai.vc.simulate import simulate
 
 
 @click.group("vc")
@@ -27,6 +26,8 @@ def simulate_command(file: Path) -> None:
         raise click.ClickException(f"{file}: not valid YAML/JSON: {e}") from None
     if not isinstance(scenario, dict):
         raise click.ClickException(f"{file}: the scenario must be a mapping")
+    from pai.vc.simulate import simulate  # the scheduler is imported only when a simulation runs
+
     try:
         result = simulate(scenario)
     except PaiError as e:

@@ -53,8 +53,7 @@ class _Attempt:
     record: AttemptRecord
     proc: subprocess.Popen[bytes] | None = None  # None for a group re-adopted from an earlier agent
     returncode: int | None = None
-    stopping: bool = False  # a stop() call owns the end of this attempt
-    leader_done: asyncio.Event = field(default_factory=asyncio.Event)
+    stopping: bool = False  # a stop is under way: leftovers of the group get its grace period
     finished: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -117,23 +116,20 @@ class ProcessRuntime:
         attempt = self._attempts.get(attempt_id)
         if attempt is None or attempt.finished.is_set():
             return
-        if attempt.stopping or attempt.leader_done.is_set():  # someone else is ending it already
-            await attempt.finished.wait()
-            return
+        if not attempt.record.stop_requested:  # the first stop's code and reason are the ones reported
+            attempt.record = attempt.record.stopping(exit_code, reason)
+            self._save(attempt.record)
         attempt.stopping = True
-        attempt.record = attempt.record.stopping(exit_code, reason)
-        self._save(attempt.record)
         pgid = attempt.record.pgid
         assert pgid is not None
         self._log.info("stopping attempt", extra=self._fields(attempt.record) | {"grace": grace_seconds})
         process_group.signal_group(pgid, signal.SIGTERM)
         try:
-            await asyncio.wait_for(self._group_gone(attempt, pgid), grace_seconds)
+            await asyncio.wait_for(attempt.finished.wait(), grace_seconds)
         except TimeoutError:
             self._log.info("grace period over: killing the group", extra=self._fields(attempt.record))
             await process_group.kill_group(pgid)
-            await attempt.leader_done.wait()
-        self._finish(attempt, self._ended(attempt))
+            await attempt.finished.wait()
 
     def reports(self) -> list[ContainerReport]:
         return [a.record.to_report() for a in self._attempts.values()]
@@ -180,22 +176,17 @@ class ProcessRuntime:
         await process_group.wait_exit(pid)
         if attempt.proc is not None:
             attempt.returncode = attempt.proc.wait()
-        attempt.leader_done.set()
-        if attempt.stopping:
-            return
-        await process_group.kill_group(pgid)  # the leader is gone: nothing of the attempt may stay
+        if attempt.stopping:  # the rest of the group gets the stop's grace period too
+            await process_group.wait_group_gone(pgid)
+        else:  # the leader is gone: nothing of the attempt may stay
+            await process_group.kill_group(pgid)
         self._finish(attempt, self._ended(attempt))
 
     async def _end_leftovers(self, attempt: _Attempt) -> None:
         # Members of the group keep its id from being reused, so whatever is still in it is ours.
         if attempt.record.pgid is not None:
             await process_group.kill_group(attempt.record.pgid)
-        attempt.leader_done.set()
         self._finish(attempt, attempt.record.lost(time.time()))
-
-    async def _group_gone(self, attempt: _Attempt, pgid: int) -> None:
-        await attempt.leader_done.wait()
-        await process_group.wait_group_gone(pgid)
 
     def _ended(self, attempt: _Attempt) -> AttemptRecord:
         rc = attempt.returncode

@@ -117,7 +117,7 @@ class Planner:
             candidates = flight  # already preempted for: wait for those, preempt nothing more
         else:
             others: Iterable[RunningJob] = ()
-            if (reclaim_ok and policy.reclaim is not Reclaim.NEVER) or (not reclaim_ok and policy.while_borrowing.enabled):
+            if policy.reclaim is not Reclaim.NEVER if reclaim_ok else policy.while_borrowing.enabled:
                 others = self._others(vc.name, need)
             mine: Iterable[RunningJob] = self.by_vc.get(vc.name, ()) if policy.within_vc is not WithinVc.NEVER else ()
             candidates = _chain(flight, ((r, None) for r in others), ((r, None) for r in mine))

@@ -27,13 +27,14 @@ def resolve_amount(value: int | float | str, total: int, *, field: str = "") -> 
     if isinstance(value, str):
         text = value.strip()
         try:
-            amount = int(float(text[:-1]) * total / 100) if text.endswith("%") else int(text)
+            number = float(text[:-1]) if text.endswith("%") else float(int(text))
         except ValueError:
             raise InvalidParametersError(f"{field or 'amount'}: {value!r} is neither a number nor a percent",
                                          field=field) from None
+        amount = int(number * total / 100) if text.endswith("%") else int(number)
     else:
-        amount = int(value)
-    if amount < 0:
+        number = amount = int(value)
+    if number < 0:
         raise InvalidParametersError(f"{field or 'amount'}: {value!r} is negative", field=field)
     return amount
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import heapq
+
 from pai.domain.resources import ZERO, Resources
 from pai.vc.capacity import NodePool
 from pai.vc.explain import explain_never_fits, explain_no_fit
@@ -87,28 +89,41 @@ class Round:
     def run(self) -> Decision:
         queue = sorted(self.snap.pending, key=queue_key)
         self._reserve_starving(queue)
-        deferred: list[PendingJob] = []
-        fifo_deferred: set[str] = set()
-        fifo_blocked: set[str] = set()
-        for job in queue:  # first: jobs that fit in their VC's guarantee
-            vc = self.vcs.get(job.vc)
-            if vc is None:
+        self._queues: dict[str, list[PendingJob]] = {}
+        for job in queue:
+            if job.vc in self.vcs:
+                self._queues.setdefault(job.vc, []).append(job)
+            else:
                 self._wait(job, WaitCode.UNKNOWN_VC.reason(f"virtual cluster `{job.vc}` does not exist", vc=job.vc))
-            elif job.vc in fifo_blocked:
-                self._wait_fifo(job)
-            elif job.vc in fifo_deferred or self._borrows(job, vc):
-                deferred.append(job)
-                if vc.quota.strict_fifo:
-                    fifo_deferred.add(job.vc)
-            elif not self._consider(job, vc, borrowing=False) and vc.quota.strict_fifo:
-                fifo_blocked.add(job.vc)
-        for job in deferred:  # then borrowing jobs, in the same order
-            vc = self.vcs[job.vc]
-            if job.vc in fifo_blocked:
-                self._wait_fifo(job)
-            elif not self._consider(job, vc, borrowing=True) and vc.quota.strict_fifo:
-                fifo_blocked.add(job.vc)
+        self._next = dict.fromkeys(self._queues, 0)
+        self._version = dict.fromkeys(self._queues, 0)
+        self._heads: list[tuple[bool, int, float, str, int, str]] = []
+        for name in self._queues:
+            self._push_head(name)
+        while self._heads:
+            borrowing, _, _, _, version, name = heapq.heappop(self._heads)
+            if version != self._version[name]:
+                continue  # stale: the VC's usage changed since this entry was pushed
+            jobs = self._queues[name]
+            job = jobs[self._next[name]]
+            self._next[name] += 1
+            vc = self.vcs[name]
+            if not self._consider(job, vc, borrowing=borrowing) and vc.quota.strict_fifo:
+                for later in jobs[self._next[name]:]:
+                    self._wait_fifo(later)
+                self._next[name] = len(jobs)
+            self._push_head(name)
         return Decision(tuple(self.admissions), tuple(self.preemptions), self._positions(queue), dict(self.planned))
+
+    def _push_head(self, name: str) -> None:
+        """Offer the VC's next job: across VCs, jobs within their VC's guarantee first, then priority, then age."""
+        self._version[name] += 1
+        jobs = self._queues[name]
+        k = self._next[name]
+        if k < len(jobs):
+            job = jobs[k]
+            borrowing = self._borrows(job, self.vcs[name])
+            heapq.heappush(self._heads, (borrowing, -job.priority, job.submitted_at, job.key, self._version[name], name))
 
     def _borrows(self, job: PendingJob, vc: VcLedger) -> bool:
         return always_borrows(job.priority) or not vc.within_guarantee(self.gang(job).request)
@@ -216,6 +231,8 @@ class Round:
             source = self.vcs.get(v.job.vc)
             if source is not None:
                 source.mark_leaving(v.job.request)
+                if source.name in self._queues and source is not vc:
+                    self._push_head(source.name)  # its head may no longer borrow
             self.preemptions.append(Preemption(v.job.key, job.key, v.rule, preemption_message(v.job, job, v.rule)))
         self.planned[job.key] = to_admission(self.pool, job.key, plan.taken)
         self._drop_reservation(job.key)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pai.domain.resources import Resources
 from pai.vc.ledger import VcLedger
 from pai.vc.preemption import IN_FLIGHT, RECLAIM, WHILE_BORROWING, WITHIN_VC
@@ -41,7 +43,7 @@ def lending_limited(vc: VcLedger, request: Resources, lenders: list[VcLedger]) -
 
 def waiting_for_victims(count: int, planned: Admission | None) -> WaitingReason:
     jobs = "job exits" if count == 1 else "jobs exit"
-    figures: dict[str, object] = {"victims": count}
+    figures: dict[str, Any] = {"victims": count}
     if planned is not None:
         figures["placement"] = {f"{p.role}-{p.index}": p.node for p in planned.placements}
     return WaitCode.WAITING_FOR_PREEMPTION.reason(f"will start when {count} preempted {jobs}", **figures)

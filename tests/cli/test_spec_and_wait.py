@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -106,3 +107,14 @@ def test_wait_stops_at_every_terminal_state(terminal: str) -> None:
                          on_change=lambda d: None, clock=fake.clock, sleep=fake.sleep)
     assert final["jobStatus"]["state"] == terminal
     assert len(fake.sleeps) == 2
+
+
+def test_relative_code_dir_is_resolved_next_to_the_spec_file(tmp_path: Path) -> None:
+    spec = tmp_path / "jobs" / "job.json"
+    spec.parent.mkdir()
+    text = json.dumps({"jobName": "j", "codeDir": "src", "taskRoles": []})
+    prepared = prepare_spec(text, str(spec))
+    assert json.loads(prepared.body)["codeDir"] == str(tmp_path / "jobs" / "src")
+    for kept in ("/abs/dir", "hdfs://nn:9000/code", "file:///x"):
+        body = prepare_spec(json.dumps({"jobName": "j", "codeDir": kept}), str(spec)).body
+        assert json.loads(body)["codeDir"] == kept

@@ -121,7 +121,12 @@ def cluster(tmp: Path, database_url: str | None, agents: list[tuple[str, str, in
         proc, log = _spawn("master", args, tmp, env)
         stack.callback(_stop, proc)
         c = Cluster(url, MasterApi(HttpClient(url, timeout=10)), tmp, {"master": proc}, {"master": log})
-        wait_for("the master", lambda: c.api.http.json("GET", "/healthz"), 30)
+        def master_up() -> Any:
+            if proc.poll() is not None:
+                raise AssertionError(f"the master exited {proc.returncode}:\n{log.read_text()[-3000:]}")
+            return c.api.http.json("GET", "/healthz")
+
+        wait_for("the master", master_up, 30)
         c.api.http.token = c.api.login("admin", ADMIN_PASSWORD)["token"]
         for name, address, cpus in agents:
             proc, log = _spawn(name, ["agent", "--master", url, "--name", name, "--address", address,

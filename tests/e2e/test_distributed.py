@@ -123,3 +123,19 @@ def test_nodes_report_resources_and_heartbeats(two_agents: Cluster) -> None:
     assert nodes["node-a"]["total"]["cpu"] == 2
     assert nodes["node-a"]["state"] == "READY"
     assert time.time() * 1000 - nodes["node-a"]["lastHeartbeat"] < 10_000
+
+
+def test_torch_distributed_allreduce_uses_only_the_injected_rendezvous_variables(two_agents: Cluster) -> None:
+    from pai.cli.submit import prepare_spec
+
+    c = two_agents
+    path = ROOT / "examples" / "torch-allreduce.json"
+    spec = json.loads(prepare_spec(path.read_text(), str(path)).body)
+    spec["jobName"] = f"allreduce-{uuid.uuid4().hex[:6]}"
+    key = c.submit(json.dumps(spec))
+    detail = c.wait_state(key, TERMINAL, timeout=120)
+    outputs = {t["taskIndex"]: c.log(key, "worker", t["taskIndex"]) for _, t in c.tasks(detail)}
+    assert detail["jobStatus"]["state"] == "SUCCEEDED", (detail, outputs,
+                                                        {i: c.log(key, "worker", i, "stderr") for i in outputs})
+    assert "rank 0/2: all_reduce sum=3 expected=3 OK" in outputs[0]
+    assert "rank 1/2: all_reduce sum=3 expected=3 OK" in outputs[1]

@@ -68,7 +68,7 @@ def vc(name: str, guaranteed: Amount = 0, max: Amount = None, *, lending: Amount
 
 def snap(nodes: list[NodeView], pending: list[PendingJob] | tuple[PendingJob, ...] = (),
          running: list[RunningJob] | tuple[RunningJob, ...] = (), vcs: list[VcQuota] | None = None,
-         now: float = 10_000.0, **config: Any) -> Snapshot:
+         now: float = 100.0, **config: Any) -> Snapshot:
     return Snapshot(now=now, nodes=tuple(nodes), vcs=tuple(vcs) if vcs is not None else (VcQuota("default"),),
                     running=tuple(running), pending=tuple(pending), config=SchedulerConfig(**config))
 
