@@ -56,7 +56,7 @@ def _wait_until(what: str, probe: Callable[[], object], timeout: float, procs: l
     while time.monotonic() < deadline:
         for p in procs:
             if p.poll() is not None:
-                raise click.ClickException(f"{what}: a process exited early with code {p.returncode}; see its log above")
+                raise click.ClickException(f"{what}: a process exited early ({p.returncode}); see its log above")
         try:
             if probe():
                 return

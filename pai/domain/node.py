@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 from pai.domain.resources import Resources
 
 
-class NodeState(str, Enum):
+class NodeState(StrEnum):
     READY = "READY"
     LOST = "LOST"  # no heartbeat within the timeout
     CORDONED = "CORDONED"  # an operator keeps new work off it

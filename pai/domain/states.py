@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 from pai.domain.errors import InvalidTransitionError
 
 
-class JobState(str, Enum):
+class JobState(StrEnum):
     WAITING = "WAITING"
     RUNNING = "RUNNING"
     STOPPING = "STOPPING"
@@ -30,7 +30,7 @@ class JobState(str, Enum):
         return new
 
 
-class TaskState(str, Enum):
+class TaskState(StrEnum):
     WAITING = "WAITING"
     RUNNING = "RUNNING"
     STOPPING = "STOPPING"

@@ -9,19 +9,19 @@ from __future__ import annotations
 
 import signal
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 from pai.protocol.exitcodes import PlatformExit
 
 
-class ExitType(str, Enum):
+class ExitType(StrEnum):
     SUCCEEDED = "succeeded"
     USER = "user"
     PLATFORM = "platform"
     RESOURCE = "resource"
 
 
-class Retry(str, Enum):
+class Retry(StrEnum):
     TRANSIENT = "transient"  # always retry, not counted
     PERMANENT = "permanent"  # never retry
     UNKNOWN = "unknown"  # retry up to the retry count

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from pai.domain.job import Job, Task
@@ -102,7 +102,7 @@ class Note:
 Command = AttemptStarted | AttemptEnded | Note
 
 
-class Outcome(str, Enum):
+class Outcome(StrEnum):
     REQUEUE = "requeue"
     FAIL = "fail"
     SUCCEED = "succeed"

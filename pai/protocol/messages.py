@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from pai.domain.resources import Resources
@@ -21,7 +21,7 @@ def _check_version(d: dict[str, Any]) -> None:
         raise ProtocolError(f"agent protocol version {v!r} is not supported (master speaks {PROTOCOL_VERSION})")
 
 
-class ContainerStatus(str, Enum):
+class ContainerStatus(StrEnum):
     RUNNING = "running"
     EXITED = "exited"
 

@@ -39,7 +39,8 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         if e.status < 400:
             raise
         code = _HTTP_CODES.get(e.status, "UnknownError")
-        message = e.text if e.text and not e.text.startswith(f"{e.status}:") else f"{request.method} {request.path}: {e.reason}"
+        generic = not e.text or e.text.startswith(f"{e.status}:")
+        message = f"{request.method} {request.path}: {e.reason}" if generic else e.text
         return error_response(e.status, code, message)
     except Exception:
         log.exception("unhandled error path=%s method=%s", request.path, request.method)

@@ -122,8 +122,9 @@ class Round:
         k = self._next[name]
         if k < len(jobs):
             job = jobs[k]
-            borrowing = self._borrows(job, self.vcs[name])
-            heapq.heappush(self._heads, (borrowing, -job.priority, job.submitted_at, job.key, self._version[name], name))
+            entry = (self._borrows(job, self.vcs[name]), -job.priority, job.submitted_at, job.key,
+                     self._version[name], name)
+            heapq.heappush(self._heads, entry)
 
     def _borrows(self, job: PendingJob, vc: VcLedger) -> bool:
         return always_borrows(job.priority) or not vc.within_guarantee(self.gang(job).request)

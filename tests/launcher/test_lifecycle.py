@@ -147,7 +147,7 @@ def test_task_retry_restarts_the_task_in_place() -> None:
 
 def test_stop_while_waiting_is_immediate() -> None:
     waiting = replace(job(), waiting_reason={"code": "NoNodeFits", "message": "..."})
-    j, cmds = on_event(waiting, StopRequested(3.0, "alice"), Counter())
+    j, _cmds = on_event(waiting, StopRequested(3.0, "alice"), Counter())
     assert j.state is JobState.STOPPED and j.completed_at == 3.0 and j.waiting_reason is None
 
 

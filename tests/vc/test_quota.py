@@ -139,3 +139,12 @@ def test_default_vc_jobs_within_the_rest_are_not_borrowing() -> None:
     s = snap([node("n0", 4), node("n1", 4)], [job("a1", 4, vc="a", at=0), job("d1", 4, at=1)],
              [running("ra", "n1", 4, vc="a")], [vc("a", 4)])
     assert set(admitted(schedule(s))) == {"d1"}
+
+
+def test_within_a_vc_priority_goes_before_borrowing_status() -> None:
+    # p would borrow, s would not; in the same VC p still comes first and preempts the low-priority job
+    s = snap([node("n0")], [job("p", 6, priority=100, at=0), job("s", 3, at=1)],
+             [running("low", "n0", 4, priority=1)])
+    d = schedule(s)
+    assert [x.victim for x in d.preemptions] == ["low"]
+    assert codes(d) == {"p": "WaitingForPreemption", "s": "NoNodeFits"}

@@ -1,0 +1,189 @@
+"""Invariants of schedule() over random clusters and workloads."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pai.domain.resources import ZERO, Resources
+from pai.vc import Decision, NodeView, PendingJob, RunningJob, Snapshot, TaskRequest, VcQuota, schedule
+from pai.vc.policy import PreemptionPolicy, Reclaim, SchedulerConfig, WhileBorrowing, WithinVc
+from pai.vc.quota import cluster_total, effective_quotas
+
+NAMES = ["a", "b", "c"]
+GPU_TYPES = [None, None, "A100"]
+
+
+@st.composite
+def snapshots(draw: st.DrawFn, allow_oppo: bool = True) -> Snapshot:
+    nodes = []
+    for i in range(draw(st.integers(1, 6))):
+        nodes.append(NodeView(
+            name=f"n{i}", total=Resources(draw(st.sampled_from([0, 2, 4, 8])), draw(st.sampled_from([4, 16, 32])),
+                                          draw(st.sampled_from([8_000, 64_000]))),
+            gpu_type=draw(st.sampled_from(GPU_TYPES)), schedulable=draw(st.booleans()) or draw(st.booleans()),
+            free_ports=draw(st.sampled_from([4, 1000])), failed_gpus=draw(st.sampled_from([0, 0, 1]))))
+    total = cluster_total(nodes)
+    vcs = []
+    left = total
+    for name in NAMES[:draw(st.integers(0, 3))]:
+        share = draw(st.sampled_from([0, 25, 50]))
+        g = Resources(left.gpu * share // 100, left.cpu * share // 100, left.memory_mb * share // 100)
+        left = left - g
+        mx = draw(st.sampled_from([None, g + Resources(4, 16, 32_000), g]))
+        policy = PreemptionPolicy(draw(st.sampled_from(list(Reclaim))), draw(st.sampled_from(list(WithinVc))),
+                                  WhileBorrowing(draw(st.booleans()), draw(st.sampled_from([-1, 10]))))
+        vcs.append(VcQuota(name, g, mx, lending_limit=draw(st.sampled_from([None, ZERO, Resources(2, 8, 16_000)])),
+                           preemption=policy, strict_fifo=draw(st.booleans()),
+                           user_gpu_limit=draw(st.sampled_from([None, None, 4]))))
+    vcs.append(VcQuota("default"))
+    vc_names = [v.name for v in vcs]
+    prios = [-1, 10, 100] if allow_oppo else [10, 100]
+
+    def tasks(role: str) -> tuple[TaskRequest, ...]:
+        n = draw(st.integers(1, 3))
+        r = Resources(draw(st.sampled_from([0, 1, 2, 4, 8])), draw(st.sampled_from([1, 4])),
+                      draw(st.sampled_from([1000, 8000])))
+        return tuple(TaskRequest(role, i, r, draw(st.sampled_from([None, None, "A100"])), 2) for i in range(n))
+
+    # running jobs, placed where they fit and within their VC's max
+    free = {n.name: [n.usable.gpu, n.total.cpu, n.total.memory_mb] for n in nodes}
+    maxes = {q.name: q.max for q in vcs}
+    used: dict[str, Resources] = defaultdict(lambda: ZERO)
+    running = []
+    for k in range(draw(st.integers(0, 8))):
+        vc = draw(st.sampled_from(vc_names))
+        ts = tasks("main")
+        placed = []
+        for t in ts:
+            fits = [n.name for n in nodes if free[n.name][0] >= t.resources.gpu and free[n.name][1] >= t.resources.cpu
+                    and free[n.name][2] >= t.resources.memory_mb and (t.gpu_type in (None, n.gpu_type))]
+            if not fits:
+                break
+            where = draw(st.sampled_from(fits))
+            free[where][0] -= t.resources.gpu
+            free[where][1] -= t.resources.cpu
+            free[where][2] -= t.resources.memory_mb
+            placed.append((t, where))
+        request = sum((t.resources for t in ts), ZERO)
+        mx = maxes[vc]
+        if len(placed) < len(ts) or (mx is not None and not (used[vc] + request).fits_in(mx)):
+            for t, where in placed:
+                free[where][0] += t.resources.gpu
+                free[where][1] += t.resources.cpu
+                free[where][2] += t.resources.memory_mb
+            continue
+        used[vc] = used[vc] + request
+        running.append(RunningJob(f"r{k}", vc, draw(st.sampled_from(["u1", "u2"])), draw(st.sampled_from(prios)),
+                                  draw(st.sampled_from([0.0, 50.0, 90.0])), tuple(placed),
+                                  preempting=draw(st.integers(0, 5)) == 0))
+    pending = [PendingJob(f"p{k}", draw(st.sampled_from([*vc_names, "default"])), draw(st.sampled_from(["u1", "u2"])),
+                          draw(st.sampled_from(prios)), float(draw(st.integers(0, 99))), tasks("main"))
+               for k in range(draw(st.integers(0, 8)))]
+    config = SchedulerConfig(max_preemption_fraction=draw(st.sampled_from([1.0, 0.3])),
+                             min_run_seconds=draw(st.sampled_from([0.0, 30.0])),
+                             reservation_after_seconds=draw(st.sampled_from([0.0, 1800.0])),
+                             whole_nodes_for_multi_node_gpu=draw(st.booleans()))
+    return Snapshot(now=100.0, nodes=tuple(nodes), vcs=tuple(vcs), running=tuple(running), pending=tuple(pending),
+                    config=config)
+
+
+def _world(s: Snapshot, d: Decision, *, planned: bool) -> tuple[dict[str, Resources], dict[str, Resources]]:
+    """Per-node and per-VC use after the decision: now, or once every victim has exited (planned=True)."""
+    gone = {p.victim for p in d.preemptions} | {r.key for r in s.running if r.preempting} if planned else set()
+    pending = {p.key: p for p in s.pending}
+    node_use: dict[str, Resources] = defaultdict(lambda: ZERO)
+    vc_use: dict[str, Resources] = defaultdict(lambda: ZERO)
+    for r in s.running:
+        if r.key in gone:
+            continue
+        vc_use[r.vc] = vc_use[r.vc] + r.request
+        for t, n in r.tasks:
+            node_use[n] = node_use[n] + t.resources
+    starts = list(d.admissions) + (list(d.planned.values()) if planned else [])
+    for a in starts:
+        job = pending[a.job]
+        vc_use[job.vc] = vc_use[job.vc] + job.request
+        by_task = {(t.role, t.index): t for t in job.tasks}
+        for p in a.placements:
+            node_use[p.node] = node_use[p.node] + by_task[(p.role, p.index)].resources
+    return node_use, vc_use
+
+
+def _check(s: Snapshot, d: Decision) -> None:
+    pending = {p.key: p for p in s.pending}
+    nodes = {n.name: n for n in s.nodes}
+    admitted = {a.job for a in d.admissions}
+    # every pending job is admitted or waits, never both; planned jobs wait
+    assert admitted | set(d.waiting) == set(pending)
+    assert not admitted & set(d.waiting)
+    assert set(d.planned) <= set(d.waiting)
+    for key, reason in d.waiting.items():
+        assert reason.code and reason.message and reason.position >= 1, key
+    # gangs whole: every task of an admitted or planned job placed exactly once, on a schedulable node
+    for a in (*d.admissions, *d.planned.values()):
+        job = pending[a.job]
+        assert sorted((p.role, p.index) for p in a.placements) == sorted((t.role, t.index) for t in job.tasks)
+        for p in a.placements:
+            assert nodes[p.node].schedulable
+            task = next(t for t in job.tasks if (t.role, t.index) == (p.role, p.index))
+            assert task.gpu_type in (None, nodes[p.node].gpu_type)
+    # no node over capacity, no VC over max: now and once victims are gone
+    maxes = {q.name: q.max for q in s.vcs}
+    for planned in (False, True):
+        node_use, vc_use = _world(s, d, planned=planned)
+        for name, use in node_use.items():
+            assert use.fits_in(nodes[name].usable), (planned, name, use)
+        for name, use in vc_use.items():
+            mx = maxes.get(name)
+            assert mx is None or use.fits_in(mx), (planned, name, use, mx)
+    # every preemption leads to a planned admission; a gang is preempted whole (a victim appears once)
+    victims = [p.victim for p in d.preemptions]
+    assert len(victims) == len(set(victims))
+    running = {r.key: r for r in s.running}
+    for p in d.preemptions:
+        assert p.preemptor in d.planned
+        assert not running[p.victim].preempting
+        assert p.rule in ("reclaim", "within-vc", "while-borrowing")
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(snapshots())
+def test_invariants(s: Snapshot) -> None:
+    _check(s, schedule(s))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(snapshots(allow_oppo=False))
+def test_reclaim_takes_a_vc_below_its_guarantee_by_at_most_one_gang(s: Snapshot) -> None:
+    d = schedule(s)
+    _check(s, d)
+    guaranteed = {q.name: q.guaranteed for q in effective_quotas(s.vcs, cluster_total(s.nodes))}
+    running = {r.key: r for r in s.running}
+    pending = {p.key: p for p in s.pending}
+    by_source: dict[str, list[RunningJob]] = defaultdict(list)
+    for p in d.preemptions:
+        if p.rule == "reclaim":
+            by_source[running[p.victim].vc].append(running[p.victim])
+    for vc, victims in by_source.items():
+        settled = sum((r.request for r in s.running if r.vc == vc and not r.preempting), ZERO)
+        settled = settled + sum((pending[k].request for k in (*[a.job for a in d.admissions], *d.planned)
+                                 if pending[k].vc == vc), ZERO)
+        after = settled - sum((v.request for v in victims), ZERO)
+        g = guaranteed[vc]
+        assert any(not (after + v.request).fits_in(g) for v in victims), (vc, after, g)
+
+
+def test_the_generator_produces_preemptions() -> None:
+    """Guard against a generator that never exercises preemption."""
+    seen = []
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(snapshots())
+    def collect(s: Snapshot) -> None:
+        seen.append(bool(schedule(s).preemptions))
+
+    collect()
+    assert any(seen)
