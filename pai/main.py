@@ -15,4 +15,4 @@ cli.add_command(vc)
 
 
 def main() -> None:
-    cli()
+    cli(prog_name="pai")

@@ -95,6 +95,8 @@ class Planner:
         source = self.vcs.get(victim.vc)
         borrowed = (always_borrows(victim.priority) or source is None
                     or source.above_guarantee_on(need, freed.get(victim.vc, ZERO)))
+        if not borrowed:
+            return None
         if reclaim_ok:
             return RECLAIM if policy.reclaim.allows(victim.priority, job.priority) else None
         return WHILE_BORROWING if policy.while_borrowing.allows(victim.priority, job.priority) else None

@@ -19,11 +19,11 @@ GPU_TYPES = [None, None, "A100"]
 @st.composite
 def snapshots(draw: st.DrawFn, allow_oppo: bool = True) -> Snapshot:
     nodes = []
-    for i in range(draw(st.integers(1, 6))):
+    for i in range(draw(st.integers(1, 5))):
         nodes.append(NodeView(
-            name=f"n{i}", total=Resources(draw(st.sampled_from([0, 2, 4, 8])), draw(st.sampled_from([4, 16, 32])),
+            name=f"n{i}", total=Resources(draw(st.sampled_from([0, 4, 8, 8])), draw(st.sampled_from([4, 16, 32])),
                                           draw(st.sampled_from([8_000, 64_000]))),
-            gpu_type=draw(st.sampled_from(GPU_TYPES)), schedulable=draw(st.booleans()) or draw(st.booleans()),
+            gpu_type=draw(st.sampled_from(GPU_TYPES)), schedulable=draw(st.integers(0, 5)) > 0,
             free_ports=draw(st.sampled_from([4, 1000])), failed_gpus=draw(st.sampled_from([0, 0, 1]))))
     total = cluster_total(nodes)
     vcs = []
@@ -43,8 +43,8 @@ def snapshots(draw: st.DrawFn, allow_oppo: bool = True) -> Snapshot:
     prios = [-1, 10, 100] if allow_oppo else [10, 100]
 
     def tasks(role: str) -> tuple[TaskRequest, ...]:
-        n = draw(st.integers(1, 3))
-        r = Resources(draw(st.sampled_from([0, 1, 2, 4, 8])), draw(st.sampled_from([1, 4])),
+        n = draw(st.sampled_from([1, 1, 2, 3]))
+        r = Resources(draw(st.sampled_from([0, 1, 2, 3, 4, 8])), draw(st.sampled_from([1, 4])),
                       draw(st.sampled_from([1000, 8000])))
         return tuple(TaskRequest(role, i, r, draw(st.sampled_from([None, None, "A100"])), 2) for i in range(n))
 
@@ -53,7 +53,7 @@ def snapshots(draw: st.DrawFn, allow_oppo: bool = True) -> Snapshot:
     maxes = {q.name: q.max for q in vcs}
     used: dict[str, Resources] = defaultdict(lambda: ZERO)
     running = []
-    for k in range(draw(st.integers(0, 8))):
+    for k in range(draw(st.integers(0, 16))):
         vc = draw(st.sampled_from(vc_names))
         ts = tasks("main")
         placed = []
@@ -76,12 +76,12 @@ def snapshots(draw: st.DrawFn, allow_oppo: bool = True) -> Snapshot:
                 free[where][2] += t.resources.memory_mb
             continue
         used[vc] = used[vc] + request
-        running.append(RunningJob(f"r{k}", vc, draw(st.sampled_from(["u1", "u2"])), draw(st.sampled_from(prios)),
+        running.append(RunningJob(f"r{k}", vc, draw(st.sampled_from(["u1", "u2"])), draw(st.sampled_from(prios[:2])),
                                   draw(st.sampled_from([0.0, 50.0, 90.0])), tuple(placed),
                                   preempting=draw(st.integers(0, 5)) == 0))
     pending = [PendingJob(f"p{k}", draw(st.sampled_from([*vc_names, "default"])), draw(st.sampled_from(["u1", "u2"])),
-                          draw(st.sampled_from(prios)), float(draw(st.integers(0, 99))), tasks("main"))
-               for k in range(draw(st.integers(0, 8)))]
+                          draw(st.sampled_from(prios[-2:])), float(draw(st.integers(0, 99))), tasks("main"))
+               for k in range(draw(st.integers(0, 10)))]
     config = SchedulerConfig(max_preemption_fraction=draw(st.sampled_from([1.0, 0.3])),
                              min_run_seconds=draw(st.sampled_from([0.0, 30.0])),
                              reservation_after_seconds=draw(st.sampled_from([0.0, 1800.0])),

@@ -1,0 +1,71 @@
+"""The `pai` CLI against a real master and agents."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.harness import ADMIN_PASSWORD, Cluster, cluster
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def one_agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    tmp = tmp_path_factory.mktemp("cli")
+    with cluster(tmp, None, [("node-a", "127.0.0.2", 4)]) as c:
+        yield c
+
+
+def pai(c: Cluster, *args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HOME": str(home), "PAI_MASTER_URL": c.url}
+    env.pop("PAI_TOKEN", None)
+    return subprocess.run([sys.executable, "-m", "pai", *args], capture_output=True, text=True, env=env,
+                          timeout=120, cwd=ROOT)
+
+
+def test_login_submit_wait_show_logs_and_errors(one_agent: Cluster, tmp_path: Path) -> None:
+    c = one_agent
+    r = pai(c, "login", "--master", c.url, "--user", "admin", "--password", ADMIN_PASSWORD, home=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / ".config" / "pai" / "config.json").stat().st_mode & 0o777 == 0o600
+
+    r = pai(c, "submit", "examples/hello-v2.yaml", "--wait", "--interval", "0.3", home=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "admin~hello" in r.stdout and "SUCCEEDED" in r.stdout
+
+    r = pai(c, "jobs", "-o", "json", home=tmp_path)
+    assert [j["name"] for j in json.loads(r.stdout)] == ["hello"]
+    r = pai(c, "job", "show", "hello", home=tmp_path)
+    assert r.returncode == 0 and "SUCCEEDED" in r.stdout and "worker" in r.stdout
+    r = pai(c, "logs", "hello", "--role", "worker", "--index", "1", home=tmp_path)
+    assert "role=worker index=1 workers=127.0.0.2:" in r.stdout
+    r = pai(c, "nodes", home=tmp_path)
+    assert "node-a" in r.stdout and "READY" in r.stdout
+
+    r = pai(c, "submit", "examples/hello-v2.yaml", home=tmp_path)
+    assert r.returncode == 1 and "ConflictJobError" in r.stderr and "Traceback" not in r.stderr
+    r = pai(c, "job", "show", "missing", home=tmp_path)
+    assert r.returncode == 1 and "NoJobError" in r.stderr
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"jobName": "bad name!", "image": "x", "taskRoles": []}))
+    r = pai(c, "submit", str(bad), home=tmp_path)
+    assert r.returncode == 1 and "InvalidProtocolError" in r.stderr
+
+
+def test_stop_from_the_cli(one_agent: Cluster, tmp_path: Path) -> None:
+    c = one_agent
+    pai(c, "login", "--master", c.url, "--user", "admin", "--password", ADMIN_PASSWORD, home=tmp_path)
+    spec = tmp_path / "sleep.json"
+    spec.write_text(json.dumps({"jobName": "sleeper", "image": "busybox", "taskRoles": [
+        {"name": "w", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 256, "gpuNumber": 0, "command": "sleep 600"}]}))
+    assert pai(c, "submit", str(spec), home=tmp_path).returncode == 0
+    r = pai(c, "stop", "sleeper", home=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert c.wait_state("admin~sleeper", {"STOPPED"}, 10)["jobStatus"]["state"] == "STOPPED"
