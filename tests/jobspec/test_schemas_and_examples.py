@@ -38,6 +38,6 @@ def test_torch_example_uses_its_code_dir() -> None:
     spec = parse_job((EXAMPLES / "torch-allreduce.json").read_bytes(), "application/json").spec
     role = spec.role("worker")
     assert (role.instances, role.resources.cpu, role.resources.memory_mb, role.resources.gpu) == (2, 1, 2048, 0)
-    code_dir = Path(__file__).resolve().parents[2] / spec.code_dir
+    code_dir = EXAMPLES / spec.code_dir  # relative to the spec file, as `pai submit` resolves it
     assert (code_dir / "allreduce.py").is_file()
     assert "allreduce.py" in role.command

@@ -79,6 +79,18 @@ def snapshots(draw: st.DrawFn, allow_oppo: bool = True) -> Snapshot:
         running.append(RunningJob(f"r{k}", vc, draw(st.sampled_from(["u1", "u2"])), draw(st.sampled_from(prios[:2])),
                                   draw(st.sampled_from([0.0, 50.0, 90.0])), tuple(placed),
                                   preempting=draw(st.integers(0, 5)) == 0))
+    if draw(st.booleans()):  # fill the cluster with low-priority work
+        for n in nodes:
+            g, c, m = free[n.name]
+            vc = draw(st.sampled_from(vc_names))
+            r = Resources(g, c // 2, m // 2)
+            mx = maxes[vc]
+            if g > 0 and c > 1 and (mx is None or (used[vc] + r).fits_in(mx)):
+                used[vc] = used[vc] + r
+                free[n.name] = [0, c - c // 2, m - m // 2]
+                running.append(RunningJob(f"fill-{n.name}", vc, "u3", draw(st.sampled_from(prios[:2])),
+                                          draw(st.sampled_from([0.0, 50.0, 90.0])),
+                                          ((TaskRequest("main", 0, r), n.name),)))
     pending = [PendingJob(f"p{k}", draw(st.sampled_from([*vc_names, "default"])), draw(st.sampled_from(["u1", "u2"])),
                           draw(st.sampled_from(prios[-2:])), float(draw(st.integers(0, 99))), tasks("main"))
                for k in range(draw(st.integers(0, 10)))]
