@@ -54,7 +54,7 @@ def prepare_spec(text: str, source: str) -> PreparedSpec:
     if str(doc.get("protocolVersion")) == "2":
         return PreparedSpec(text.encode(), YAML_TYPE, 2)
     code_dir = doc.get("codeDir")
-    if isinstance(code_dir, str) and _is_relative_local(code_dir) and source != "-":
+    if isinstance(code_dir, str) and _is_relative_local(code_dir) and source not in ("-", "<stdin>"):
         # A relative codeDir means "next to the spec file", on the file system the agents share.
         doc["codeDir"] = str((Path(source).resolve().parent / code_dir).resolve())
         was_json = False

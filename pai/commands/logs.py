@@ -1,15 +1,18 @@
-"""Structured logging for the server processes: ``time level logger message`` with key=value fields."""
+"""Structured logging for the server processes: the agent's ``time LEVEL logger message k=v`` format."""
 
 from __future__ import annotations
 
 import logging
 import os
 
+from pai.nodeagent.logfmt import KeyValueFormatter
+
 
 def setup_logging(process: str) -> None:
-    level = os.environ.get("PAI_LOG_LEVEL", "INFO").upper()
-    logging.basicConfig(
-        level=level,
-        format=f"%(asctime)s %(levelname)s {process} %(name)s %(message)s",
-    )
+    handler = logging.StreamHandler()
+    handler.setFormatter(KeyValueFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(os.environ.get("PAI_LOG_LEVEL", "INFO").upper())
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    logging.getLogger("pai").info("process starting", extra={"proc": process})

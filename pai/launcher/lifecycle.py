@@ -88,6 +88,11 @@ class AttemptStarted:
 
 
 @dataclass(frozen=True, slots=True)
+class AttemptRunning:
+    task: Task
+
+
+@dataclass(frozen=True, slots=True)
 class AttemptEnded:
     task: Task
 
@@ -99,7 +104,7 @@ class Note:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-Command = AttemptStarted | AttemptEnded | Note
+Command = AttemptStarted | AttemptRunning | AttemptEnded | Note
 
 
 class Outcome(StrEnum):
@@ -124,7 +129,7 @@ def on_event(job: Job, event: Event, ids: IdSource) -> tuple[Job, list[Command]]
     if isinstance(event, Admitted):
         job = _admit(job, event, ids, cmds)
     elif isinstance(event, Started):
-        job = _started(job, event)
+        job = _started(job, event, cmds)
     elif isinstance(event, Exited):
         job = _exited(job, event, ids, cmds)
     elif isinstance(event, StopRequested):
@@ -169,11 +174,13 @@ def _find(job: Job, attempt_id: str) -> Task | None:
     return None
 
 
-def _started(job: Job, ev: Started) -> Job:
+def _started(job: Job, ev: Started, cmds: list[Command]) -> Job:
     t = _find(job, ev.attempt_id)
     if t is None or t.state is not TaskState.WAITING:
         return job
-    return job.with_task(t.with_state(TaskState.RUNNING, started_at=ev.now))
+    running = t.with_state(TaskState.RUNNING, started_at=ev.now)
+    cmds.append(AttemptRunning(running))
+    return job.with_task(running)
 
 
 def _exited(job: Job, ev: Exited, ids: IdSource, cmds: list[Command]) -> Job:
@@ -245,7 +252,7 @@ def _preempt(job: Job, ev: Preempted, cmds: list[Command]) -> Job:
     if job.state is not JobState.RUNNING:
         return job
     msg = f"preempted by {ev.preemptor} under rule {ev.rule}" + (f": {ev.message}" if ev.message else "")
-    cmds.append(Note("preempted", msg, {"preemptor": ev.preemptor, "rule": ev.rule, "time": ev.now}))
+    cmds.append(Note("preempted", msg, {"preemptor": ev.preemptor, "rule": ev.rule}))
     return _stop_tasks(job, int(PlatformExit.PREEMPTED), msg)
 
 
@@ -309,7 +316,7 @@ def _settle(job: Job, now: float, cmds: list[Command]) -> Job:
 def _requeue(job: Job, *, counted: bool) -> Job:
     tasks = tuple(
         replace(t, state=t.state.to(TaskState.WAITING), node=None, address=None, ports={}, gpus=(),
-                attempt_id=None, started_at=None, finished_at=None)
+                attempt_id=None, started_at=None, finished_at=None, exit_code=None, exit_reason=None, retries=0)
         for t in job.tasks
     )
     return job.with_state(JobState.WAITING, tasks=tasks, retries=job.retries + (1 if counted else 0))

@@ -25,6 +25,7 @@ from pai.launcher.env import task_env
 from pai.launcher.lifecycle import (
     Admitted,
     AttemptEnded,
+    AttemptRunning,
     AttemptStarted,
     Bound,
     Command,
@@ -89,6 +90,9 @@ class Launcher:
         self.config = config or LauncherConfig()
         self.clock = clock
         self.ids = ids
+        # A node is judged by its silence since the later of its last heartbeat and this master's start,
+        # so that a master that was down longer than the timeout does not declare every node lost.
+        self.started_at = clock()
 
     # ---- users' requests ----------------------------------------------------------------------
 
@@ -195,11 +199,12 @@ class Launcher:
         lost: list[str] = []
         with self.db.session() as s:
             for node in store_nodes.list_nodes(s):
-                if node.state is NodeState.LOST or now - node.last_heartbeat <= self.config.node_timeout_seconds:
+                silent = now - max(node.last_heartbeat, self.started_at)
+                if node.state is NodeState.LOST or silent <= self.config.node_timeout_seconds:
                     continue
                 store_nodes.set_node_state(s, node.name, NodeState.LOST)
                 lost.append(node.name)
-                log.warning("node lost node=%s silent_for=%.1fs", node.name, now - node.last_heartbeat)
+                log.warning("node lost node=%s silent_for=%.1fs", node.name, silent)
             if lost:
                 jobs = store_jobs.active_jobs(s)
                 for job in jobs:
@@ -266,6 +271,9 @@ class Launcher:
                     s,
                     TaskAttempt(t.attempt_id, job.id, c.job_attempt, t.role, t.index, t.node, t.state, started_at=now),
                 )
+            elif isinstance(c, AttemptRunning):
+                assert c.task.attempt_id is not None
+                history.mark_attempt_running(s, c.task.attempt_id, c.task.started_at or now)
             elif isinstance(c, AttemptEnded):
                 t = c.task
                 assert t.attempt_id is not None

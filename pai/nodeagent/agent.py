@@ -184,7 +184,7 @@ class Agent:
         if self.config.kill_on_exit:
             self.log.info("stopping every attempt before exiting")
             await self.supervisor.stop_all(
-                self.config.kill_grace_seconds, int(PlatformExit.STOPPED), "the node agent shut down"
+                self.config.kill_grace_seconds, int(PlatformExit.CONTAINER_LOST), "the node agent shut down"
             )
             with contextlib.suppress(Exception):  # tell the master, if it is still there
                 await asyncio.wait_for(self._master.heartbeat(self._heartbeat_request()), 2.0)

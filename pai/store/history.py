@@ -70,6 +70,16 @@ def finish_attempt(
     return _attempt(row)
 
 
+def mark_attempt_running(s: Session, attempt_id: str, started_at: float) -> None:
+    """The agent reported the attempt running. Raises NoTaskError for an unknown attempt id."""
+    row = s.get(TaskAttemptRow, attempt_id)
+    if row is None:
+        raise NoTaskError(f"task attempt {attempt_id} not found")
+    row.state = TaskState.RUNNING.value
+    row.started_at = started_at
+    s.flush()
+
+
 def list_attempts(s: Session, job_id: str) -> list[TaskAttempt]:
     """All attempts of a job in the order they started."""
     query = select(TaskAttemptRow).where(TaskAttemptRow.job_id == job_id)

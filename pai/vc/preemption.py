@@ -223,7 +223,7 @@ class Planner:
             acc[2] -= t.need.mem
         # per_node = victims - gang; the gang takes from free capacity only what its victims do not cover
         for i, (g, c, m) in per_node.items():
-            pass
+            pool.take(i, max(-g, 0), max(-c, 0), max(-m, 0), 0, 0)
         for t in plan.taken:
             pool.take(t.node, 0, 0, 0, t.need.ports)
             if gang.exclusive:

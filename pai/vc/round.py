@@ -35,7 +35,7 @@ class Round:
         self.vcs = {q.name: VcLedger(q, q.max if q.max is not None else UNLIMITED)
                     for q in effective_quotas(snap.vcs, self.total)}
         self.lenders = [v for v in self.vcs.values() if v.quota.lending_limit is not None]
-        self.used_all = ZERO  # every job's request, plus what nodes use besides jobs
+        self.used_all = ZERO  # what the schedulable nodes use, plus what this pass admits and plans
         for n in snap.nodes:
             if n.schedulable:
                 self.used_all = self.used_all + n.used
@@ -62,16 +62,14 @@ class Round:
 
     def _add_running(self, job: RunningJob) -> None:
         exclusive = self.cfg.whole_nodes_for_multi_node_gpu and sum(1 for t, _ in job.tasks if t.resources.gpu) >= 2
-        for task, node in job.tasks:
+        for _, node in job.tasks:  # NodeView.used already counts the task's resources
             i = self.pool.index.get(node)
             if i is None:
                 continue
-            r = task.resources
-            self.pool.take(i, r.gpu, r.cpu, r.memory_mb, 0)
+            self.pool.tasks_on[i] += 1
             if exclusive:
                 self.pool.close(i)
         request = job.request
-        self.used_all = self.used_all + request
         vc = self.vcs.get(job.vc)
         if vc is not None:
             vc.add(job.user, request)

@@ -13,8 +13,8 @@ from pai.vc.policy import DEFAULT_CONFIG, DEFAULT_POLICY, PreemptionPolicy, Sche
 class NodeView:
     """A worker node.
 
-    ``used`` is what is taken on the node by anything NOT listed in ``Snapshot.running`` (system daemons,
-    foreign containers); the scheduler adds the tasks of ``running`` itself. ``free_ports`` is the number of
+    ``used`` is everything in use on the node now: the tasks of ``Snapshot.running`` placed there (jobs being
+    preempted included) plus anything else (system daemons, foreign containers). ``free_ports`` is the number of
     ports free on the node now. ``failed_gpus`` GPUs are subtracted from ``total.gpu`` (pass either a reduced
     total or this count, not both).
     """

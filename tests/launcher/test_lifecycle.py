@@ -195,3 +195,25 @@ def test_node_lost_is_transient() -> None:
     assert j.task("worker", 1).state is TaskState.STOPPING
     j = run(j, [Exited(13.0, a[("worker", 1)], 143)], ids)
     assert j.state is JobState.WAITING and j.retries == 0
+
+
+def test_started_report_marks_the_attempt_running() -> None:
+    ids = Counter()
+    j = admit(job(role("worker", 1)), ids)
+    a = attempts(j)[("worker", 0)]
+    j, cmds = on_event(j, Started(11.0, a), ids)
+    assert [type(c).__name__ for c in cmds] == ["AttemptRunning"]
+    assert j.task("worker", 0).started_at == 11.0
+
+
+def test_requeue_clears_the_last_exit_and_the_task_retry_budget() -> None:
+    ids = Counter()
+    j = admit(job(role("worker", 2, task_retries=1), retry_count=1), ids)
+    a = attempts(j)
+    j = run(j, [Started(11.0, aid) for aid in a.values()], ids)
+    j = run(j, [Exited(12.0, a[("worker", 0)], 2)], ids)  # task retry: retries 1
+    t = j.task("worker", 0)
+    j = run(j, [Exited(13.0, t.attempt_id or "", 2)], ids)  # out of task retries: the job fails, retries once
+    j = run(j, [Exited(14.0, a[("worker", 1)], 143)], ids)
+    assert j.state is JobState.WAITING and j.retries == 1
+    assert all(t.exit_code is None and t.retries == 0 for t in j.tasks)

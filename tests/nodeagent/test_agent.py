@@ -228,7 +228,7 @@ async def test_kill_on_exit_stops_every_task_and_tells_the_master(
         pgids = [pgid_of(agent, a, groups) for a in ("a1", "a2")]
     assert [process_group.group_members(p) for p in pgids] == [[], []]
     final = {c.attempt_id: (c.status, c.exit_code) for c in master.heartbeats[-1].containers}
-    assert final == {a: (ContainerStatus.EXITED, PlatformExit.STOPPED) for a in ("a1", "a2")}
+    assert final == {a: (ContainerStatus.EXITED, PlatformExit.CONTAINER_LOST) for a in ("a1", "a2")}
 
 
 async def test_the_reported_log_port_serves_the_attempts_logs(tmp_path: Path, master: FakeMaster) -> None:

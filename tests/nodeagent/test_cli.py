@@ -56,7 +56,7 @@ async def test_sigterm_with_kill_on_exit_leaves_no_process(tmp_path: Path, maste
     assert proc.returncode == 0, stderr.decode()
     assert process_group.group_members(pgid) == []
     last = master.latest("a1")
-    assert last is not None and (last.status, last.exit_code) == (ContainerStatus.EXITED, PlatformExit.STOPPED)
+    assert last is not None and (last.status, last.exit_code) == (ContainerStatus.EXITED, PlatformExit.CONTAINER_LOST)
     node = master.registers[0].node
     assert (node.name, node.labels, node.resources.cpu, node.resources.memory_mb) == ("n1", {"zone": "a"}, 2, 512)
     lines = stderr.decode().splitlines()

@@ -84,3 +84,16 @@ def test_events_oldest_first_with_details(db: Database, job_id: str) -> None:
 def test_event_for_unknown_job_is_refused(db: Database) -> None:
     with pytest.raises(IntegrityError, match=r"(?i)foreign key"), db.session() as s:
         jobs.add_event(s, "no-such-job", 1.0, "k", "m")
+
+
+def test_mark_attempt_running_sets_state_and_start(db: Database, job_id: str) -> None:
+    from pai.store import history
+
+    with db.session() as s:
+        history.record_attempt(s, TaskAttempt("a", job_id, 0, "worker", 0, state=TaskState.WAITING, started_at=1.0))
+        history.mark_attempt_running(s, "a", 5.0)
+    with db.session() as s:
+        (got,) = history.list_attempts(s, job_id)
+    assert (got.state, got.started_at) == (TaskState.RUNNING, 5.0)
+    with db.session() as s, pytest.raises(NoTaskError):
+        history.mark_attempt_running(s, "missing", 5.0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -98,6 +99,8 @@ def snapshots(draw: st.DrawFn, allow_oppo: bool = True) -> Snapshot:
                              min_run_seconds=draw(st.sampled_from([0.0, 30.0])),
                              reservation_after_seconds=draw(st.sampled_from([0.0, 1800.0])),
                              whole_nodes_for_multi_node_gpu=draw(st.booleans()))
+    nodes = [replace(n, used=Resources(n.usable.gpu - free[n.name][0], n.total.cpu - free[n.name][1],
+                                       n.total.memory_mb - free[n.name][2])) for n in nodes]
     return Snapshot(now=100.0, nodes=tuple(nodes), vcs=tuple(vcs), running=tuple(running), pending=tuple(pending),
                     config=config)
 
@@ -161,13 +164,13 @@ def _check(s: Snapshot, d: Decision) -> None:
         assert p.rule in ("reclaim", "within-vc", "while-borrowing")
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(snapshots())
 def test_invariants(s: Snapshot) -> None:
     _check(s, schedule(s))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(snapshots(allow_oppo=False))
 def test_reclaim_takes_a_vc_below_its_guarantee_by_at_most_one_gang(s: Snapshot) -> None:
     d = schedule(s)
@@ -192,7 +195,7 @@ def test_the_generator_produces_preemptions() -> None:
     """Guard against a generator that never exercises preemption."""
     seen = []
 
-    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(snapshots())
     def collect(s: Snapshot) -> None:
         seen.append(bool(schedule(s).preemptions))

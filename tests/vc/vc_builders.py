@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from pai.domain.resources import Resources
@@ -69,6 +70,12 @@ def vc(name: str, guaranteed: Amount = 0, max: Amount = None, *, lending: Amount
 def snap(nodes: list[NodeView], pending: list[PendingJob] | tuple[PendingJob, ...] = (),
          running: list[RunningJob] | tuple[RunningJob, ...] = (), vcs: list[VcQuota] | None = None,
          now: float = 100.0, **config: Any) -> Snapshot:
+    """Nodes' ``used`` gets the tasks of ``running`` added, as the launcher does."""
+    extra: dict[str, Resources] = {}
+    for r in running:
+        for t, n in r.tasks:
+            extra[n] = extra.get(n, Resources()) + t.resources
+    nodes = [replace(n, used=n.used + extra[n.name]) if n.name in extra else n for n in nodes]
     return Snapshot(now=now, nodes=tuple(nodes), vcs=tuple(vcs) if vcs is not None else (VcQuota("default"),),
                     running=tuple(running), pending=tuple(pending), config=SchedulerConfig(**config))
 
