@@ -40,7 +40,7 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
             raise
         code = _HTTP_CODES.get(e.status, "UnknownError")
         generic = not e.text or e.text.startswith(f"{e.status}:")
-        message = f"{request.method} {request.path}: {e.reason}" if generic else e.text
+        message = f"{request.method} {request.path}: {e.reason}" if generic or not e.text else e.text
         return error_response(e.status, code, message)
     except Exception:
         log.exception("unhandled error path=%s method=%s", request.path, request.method)
