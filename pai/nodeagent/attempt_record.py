@@ -20,12 +20,14 @@ def exit_code_of(returncode: int) -> int:
 
 
 def exit_reason_of(returncode: int) -> str | None:
-    if returncode >= 0:
+    """``killed by SIGX`` for a Popen code -N, or a shell status 128+N (a shell cannot tell them apart)."""
+    if 0 <= returncode <= 128:
         return None
+    signum = -returncode if returncode < 0 else returncode - 128
     try:
-        name = signal.Signals(-returncode).name
+        name = signal.Signals(signum).name
     except ValueError:
-        name = f"signal {-returncode}"
+        name = f"signal {signum}"
     return f"killed by {name}"
 
 

@@ -57,6 +57,18 @@ class _Attempt:
     finished: asyncio.Event = field(default_factory=asyncio.Event)
 
 
+# The task's shell runs under a parent shell that writes its exit status to a file, so that an agent
+# that re-adopts the group after a restart (and so cannot wait() for it) still learns how it ended.
+EXIT_CODE_FILE = "exit_code"
+_RECORD_EXIT = 'sh -c "$1"; rc=$?; echo "$rc" > "$2"; exit "$rc"'
+
+
+def _recorded_exit(workdir: Path) -> int | None:
+    try:
+        return int((workdir / EXIT_CODE_FILE).read_text().strip())
+    except (OSError, ValueError):
+        return None
+
 class ProcessRuntime:
     name = "process"
 
@@ -90,7 +102,7 @@ class ProcessRuntime:
             workdir.mkdir(parents=True, exist_ok=True)
             with open(workdir / "stdout.log", "ab") as out, open(workdir / "stderr.log", "ab") as err:
                 proc = subprocess.Popen(
-                    ["sh", "-c", cmd.command],
+                    ["sh", "-c", _RECORD_EXIT, "pai-task", cmd.command, str(workdir / EXIT_CODE_FILE)],
                     stdin=subprocess.DEVNULL,
                     stdout=out,
                     stderr=err,
@@ -186,11 +198,13 @@ class ProcessRuntime:
         # Members of the group keep its id from being reused, so whatever is still in it is ours.
         if attempt.record.pgid is not None:
             await process_group.kill_group(attempt.record.pgid)
-        self._finish(attempt, attempt.record.lost(time.time()))
+        self._finish(attempt, self._ended(attempt))
 
     def _ended(self, attempt: _Attempt) -> AttemptRecord:
         rc = attempt.returncode
-        if rc is None:  # a re-adopted group: not our child, so its exit status is not ours to read
+        if rc is None:  # a re-adopted group is not our child: its status comes from the file it left
+            rc = _recorded_exit(Path(attempt.record.workdir))
+        if rc is None:
             return attempt.record.lost(time.time())
         return attempt.record.exited(exit_code_of(rc), exit_reason_of(rc), time.time())
 

@@ -120,7 +120,8 @@ async def test_stop_kills_the_whole_group_after_the_grace_period(
     # SIGTERM is ignored by the shell and, inherited, by both sleeps: only SIGKILL ends them.
     await runtime.start(start_task("a1", "trap '' TERM; sleep 600 & sleep 600"), tmp_path / "a1")
     pgid = groups.add(runtime.process_group("a1"))
-    await eventually(lambda: len(process_group.group_members(pgid)) == 3, what="shell and two sleeps")
+    # the recording shell, the task's shell and two sleeps
+    await eventually(lambda: len(process_group.group_members(pgid)) == 4, what="shells and two sleeps")
     began = time.monotonic()
     await runtime.stop("a1", 0.3, int(PlatformExit.PREEMPTED), "preempted by prod~big")
     assert time.monotonic() - began >= 0.3
@@ -178,10 +179,10 @@ class TestReadoption:
         first = await ProcessRuntime.open(tmp_path / "state")
         await first.start(start_task("a1", "sleep 600 & sleep 600"), tmp_path / "a1")
         pgid = groups.add(first.process_group("a1"))
-        await eventually(lambda: len(process_group.group_members(pgid)) == 3, what="group up")
+        await eventually(lambda: len(process_group.group_members(pgid)) == 4, what="group up")
         before = first.reports()[0]
         await first.close()
-        assert len(process_group.group_members(pgid)) == 3  # closing the runtime stops nothing
+        assert len(process_group.group_members(pgid)) == 4  # closing the runtime stops nothing
 
         second = await ProcessRuntime.open(tmp_path / "state")
         try:
@@ -209,9 +210,11 @@ class TestReadoption:
         finally:
             await second.close()
 
-    async def test_an_adopted_group_that_ends_by_itself_is_lost(self, tmp_path: Path, groups: Groups) -> None:
+    async def test_an_adopted_group_that_ends_by_itself_reports_its_recorded_exit(
+        self, tmp_path: Path, groups: Groups
+    ) -> None:
         first = await ProcessRuntime.open(tmp_path / "state")
-        await first.start(start_task("a1", "sleep 0.3"), tmp_path / "a1")
+        await first.start(start_task("a1", "sleep 0.3; exit 7"), tmp_path / "a1")
         groups.add(first.process_group("a1"))
         await first.close()
         exits: list[ContainerReport] = []
@@ -219,7 +222,7 @@ class TestReadoption:
         try:
             assert second.reports()[0].status is ContainerStatus.RUNNING
             report = await wait_status(second, "a1", ContainerStatus.EXITED)
-            assert report.exit_code == PlatformExit.CONTAINER_LOST
+            assert report.exit_code == 7
             assert [r.attempt_id for r in exits] == ["a1"]
         finally:
             await second.close()
