@@ -15,22 +15,23 @@ PRIORITY_FIELD = "extras.hivedScheduler.jobPriorityClass"
 @dataclass(frozen=True, slots=True)
 class Extras:
     priority_class: str = DEFAULT_PRIORITY_CLASS
+    priority: int = PRIORITY_CLASSES[DEFAULT_PRIORITY_CLASS]
     gang: bool = True
     sku_types: dict[str, str] = field(default_factory=dict)  # role name -> GPU type
 
-    @property
-    def priority(self) -> int:
-        return PRIORITY_CLASSES[self.priority_class]
-
     @classmethod
-    def read(cls, extras: Mapping[str, Any] | None, roles: Collection[str]) -> Extras:
-        """Read (schema-checked) ``extras``; an unknown priority class or role is an InvalidProtocolError."""
+    def read(
+        cls, extras: Mapping[str, Any] | None, roles: Collection[str], classes: Mapping[str, int] = PRIORITY_CLASSES
+    ) -> Extras:
+        """Read (schema-checked) ``extras``; an unknown priority class or role is an InvalidProtocolError.
+
+        ``classes``: the priority classes of the cluster (OpenPAI's plus the admin's)."""
         extras = extras or {}
         hived: Mapping[str, Any] = extras.get("hivedScheduler") or {}
         priority_class = hived.get("jobPriorityClass") or DEFAULT_PRIORITY_CLASS
-        if priority_class not in PRIORITY_CLASSES:
+        if priority_class not in classes:
             raise InvalidProtocolError(
-                f"{PRIORITY_FIELD}: {priority_class!r} is not one of {sorted(PRIORITY_CLASSES)}", field=PRIORITY_FIELD
+                f"{PRIORITY_FIELD}: {priority_class!r} is not one of {sorted(classes)}", field=PRIORITY_FIELD
             )
         sku_types: dict[str, str] = {}
         for role, options in (hived.get("taskRoles") or {}).items():
@@ -40,4 +41,5 @@ class Extras:
             sku = options.get("skuType") or options.get("gpuType")
             if sku:
                 sku_types[role] = str(sku)
-        return cls(priority_class=priority_class, gang=bool(extras.get("gangAllocation", True)), sku_types=sku_types)
+        gang = bool(extras.get("gangAllocation", True))
+        return cls(priority_class, classes[priority_class], gang, sku_types)

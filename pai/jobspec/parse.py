@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pai.domain.jobspec import JobSpec
+from pai.domain.jobspec import PRIORITY_CLASSES, JobSpec
 from pai.jobspec import v1, v2
 from pai.jobspec.decode import Syntax, decode
 from pai.jobspec.schema import ProtocolVersion, validate
@@ -22,7 +23,9 @@ class ParsedJob:
     text: str  # the body as submitted
 
 
-def parse_job(body: bytes | str, content_type: str | None = None) -> ParsedJob:
+def parse_job(
+    body: bytes | str, content_type: str | None = None, priority_classes: Mapping[str, int] = PRIORITY_CLASSES
+) -> ParsedJob:
     """Decode, validate and normalize a job spec.
 
     Raises ``domain.InvalidProtocolError`` (``.field`` = the field path) for malformed JSON/YAML, a body that is
@@ -32,7 +35,8 @@ def parse_job(body: bytes | str, content_type: str | None = None) -> ParsedJob:
     version = ProtocolVersion.of(decoded.config, from_json=decoded.syntax is Syntax.JSON)
     validate(decoded.config, version)
     config = copy.deepcopy(decoded.config)  # normalizing must never change what /config returns
-    spec = v1.normalize(config) if version is ProtocolVersion.V1 else v2.normalize(config)
+    normalize = v1.normalize if version is ProtocolVersion.V1 else v2.normalize
+    spec = normalize(config, priority_classes)
     return ParsedJob(spec=spec, protocol_version=int(version), config=decoded.config, text=decoded.text)
 
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from pai.domain.jobspec import JobSpec, PortSpec, TaskRoleSpec
+from pai.domain.jobspec import PRIORITY_CLASSES, JobSpec, PortSpec, TaskRoleSpec
 from pai.domain.resources import Resources
 from pai.jobspec.checks import require_shm_within_memory, require_unique, whole, whole_or_none
 from pai.jobspec.extras import Extras
@@ -13,10 +14,10 @@ DEFAULT_SHM_MB = 64
 DEFAULT_MIN_FAILED = 1
 
 
-def normalize(config: dict[str, Any]) -> JobSpec:
+def normalize(config: dict[str, Any], classes: Mapping[str, int] = PRIORITY_CLASSES) -> JobSpec:
     roles: list[dict[str, Any]] = config["taskRoles"]
     require_unique(((f"taskRoles[{i}].name", r["name"]) for i, r in enumerate(roles)), "task role name")
-    extras = Extras.read(config.get("extras"), [r["name"] for r in roles])
+    extras = Extras.read(config.get("extras"), [r["name"] for r in roles], classes)
     image: str = config["image"]
     gpu_type = config.get("gpuType") or None
     return JobSpec(

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pai.domain.errors import InvalidProtocolError
-from pai.domain.jobspec import JobSpec, PortSpec, TaskRoleSpec
+from pai.domain.jobspec import PRIORITY_CLASSES, JobSpec, PortSpec, TaskRoleSpec
 from pai.domain.resources import Resources
 from pai.jobspec.checks import require_shm_within_memory, require_unique, whole, whole_or_none
 from pai.jobspec.extras import Extras
@@ -20,13 +21,13 @@ REFERENCE_FIELDS = {"dockerImage": "dockerimage", "data": "data", "script": "scr
 Prerequisites = dict[str, dict[str, dict[str, Any]]]  # type -> name -> item
 
 
-def normalize(config: dict[str, Any]) -> JobSpec:
+def normalize(config: dict[str, Any], classes: Mapping[str, int] = PRIORITY_CLASSES) -> JobSpec:
     roles: dict[str, dict[str, Any]] = config["taskRoles"]
     prerequisites = _prerequisites(config["prerequisites"])
     secrets: dict[str, Any] = config.get("secrets") or {}
     _check_auth(config["prerequisites"], secrets)
     wrappers = _deployment(config, roles)
-    extras = Extras.read(config.get("extras"), list(roles))
+    extras = Extras.read(config.get("extras"), list(roles), classes)
     scope = {"parameters": config.get("parameters") or {}, "secrets": secrets}
     task_roles = tuple(
         _role(name, role, prerequisites, scope, wrappers.get(name, {}), extras.sku_types.get(name))
