@@ -47,6 +47,7 @@ class Job:
     exit_code: int | None = None
     exit_reason: str | None = None
     waiting_reason: dict[str, Any] | None = None
+    preempted_by: str | None = None  # the job this one is being preempted for, until it is requeued
     tasks: tuple[Task, ...] = ()
 
     @property

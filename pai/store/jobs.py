@@ -67,6 +67,7 @@ def _to_job(row: JobRow) -> Job:
         exit_code=row.exit_code,
         exit_reason=row.exit_reason,
         waiting_reason=row.waiting_reason,
+        preempted_by=row.preempted_by,
         tasks=tuple(task_from_row(t) for t in rows),
     )
 
@@ -84,6 +85,7 @@ def _update_row(row: JobRow, job: Job) -> None:
     row.exit_code = job.exit_code
     row.exit_reason = job.exit_reason
     row.waiting_reason = job.waiting_reason
+    row.preempted_by = job.preempted_by
 
 
 def _select_jobs() -> Select[JobRow]:

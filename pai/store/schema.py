@@ -71,6 +71,7 @@ class JobRow(Base):
     exit_code: Mapped[int | None]
     exit_reason: Mapped[str | None] = mapped_column(Text)
     waiting_reason: Mapped[dict[str, Any] | None] = mapped_column(NULLABLE_JSON)
+    preempted_by: Mapped[str | None]
 
     tasks: Mapped[list[TaskRow]] = relationship(
         back_populates="job", cascade="all, delete-orphan", passive_deletes=True
@@ -142,6 +143,27 @@ class NodeRow(Base):
     failed_gpus: Mapped[list[Any]]
     port_low: Mapped[int]
     port_high: Mapped[int]
+
+
+class VirtualClusterRow(Base):
+    """One VC as written in the cluster configuration (``job_schemas/vc-config.json``), with its status."""
+
+    __tablename__ = "virtual_clusters"
+
+    name: Mapped[str] = mapped_column(primary_key=True)
+    position: Mapped[int]
+    spec: Mapped[dict[str, Any]]
+    status: Mapped[str] = mapped_column(String(16))
+    updated_at: Mapped[float]
+
+
+class ClusterSettingRow(Base):
+    """Cluster-wide settings of the configuration: ``scheduler`` and ``priorityClasses``."""
+
+    __tablename__ = "cluster_settings"
+
+    key: Mapped[str] = mapped_column(primary_key=True)
+    value: Mapped[dict[str, Any]]
 
 
 metadata = Base.metadata
