@@ -25,9 +25,11 @@ from pai.store.db import default_data_dir
               help="How long a stopped or preempted task may take after SIGTERM before SIGKILL.")
 @click.option("--node-timeout", default=30.0, show_default=True, type=float,
               help="Seconds without a heartbeat before a node is LOST.")
+@click.option("--vc-config", type=click.Path(exists=True, dir_okay=False, path_type=Path), envvar="PAI_VC_CONFIG",
+              default=None, help="Cluster configuration (VCs, priority classes, scheduler) applied at start.")
 @click.option("--heartbeat", default=1.0, show_default=True, type=float, help="Agents' heartbeat interval.")
 def master(host: str, port: int, data_dir: Path | None, database_url: str | None, grace_seconds: float,
-           node_timeout: float, heartbeat: float) -> None:
+           node_timeout: float, vc_config: Path | None, heartbeat: float) -> None:
     """Run the master: REST API, scheduler loop and store."""
     setup_logging("master")
     config = MasterConfig.from_env(
@@ -35,6 +37,7 @@ def master(host: str, port: int, data_dir: Path | None, database_url: str | None
         port=port,
         data_dir=data_dir or default_data_dir(),
         database_url=database_url,
+        vc_config=vc_config,
         launcher=LauncherConfig(
             grace_seconds=grace_seconds, node_timeout_seconds=node_timeout, heartbeat_seconds=heartbeat
         ),

@@ -75,6 +75,11 @@ class ConflictUserError(PaiError):
     status = 409
 
 
+class ConflictVirtualClusterError(PaiError):
+    code = "ConflictVirtualClusterError"
+    status = 409
+
+
 class InvalidTransitionError(PaiError):
     """A state change the transition table does not allow: a bug or a race, never user input."""
 

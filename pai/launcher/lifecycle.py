@@ -253,7 +253,7 @@ def _preempt(job: Job, ev: Preempted, cmds: list[Command]) -> Job:
         return job
     msg = f"preempted by {ev.preemptor} under rule {ev.rule}" + (f": {ev.message}" if ev.message else "")
     cmds.append(Note("preempted", msg, {"preemptor": ev.preemptor, "rule": ev.rule}))
-    return _stop_tasks(job, int(PlatformExit.PREEMPTED), msg)
+    return replace(_stop_tasks(job, int(PlatformExit.PREEMPTED), msg), preempted_by=ev.preemptor)
 
 
 def outcome(job: Job) -> tuple[Outcome, Task | None] | None:
@@ -319,7 +319,9 @@ def _requeue(job: Job, *, counted: bool) -> Job:
                 attempt_id=None, started_at=None, finished_at=None, exit_code=None, exit_reason=None, retries=0)
         for t in job.tasks
     )
-    return job.with_state(JobState.WAITING, tasks=tasks, retries=job.retries + (1 if counted else 0))
+    return job.with_state(
+        JobState.WAITING, tasks=tasks, retries=job.retries + (1 if counted else 0), preempted_by=None
+    )
 
 
 def live_attempts(jobs: Iterable[Job]) -> dict[str, tuple[Job, Task]]:

@@ -14,12 +14,13 @@ from dataclasses import dataclass, replace
 
 from sqlalchemy.orm import Session
 
-from pai.domain.errors import NoNodeError, NoVirtualClusterError
+from pai.domain.errors import InvalidParametersError, NoNodeError, NoVirtualClusterError
 from pai.domain.job import Job, Task, initial_tasks
 from pai.domain.jobspec import JobSpec
 from pai.domain.node import Node, NodeState
 from pai.domain.resources import Resources
 from pai.domain.states import JobState
+from pai.launcher import cluster
 from pai.launcher.binding import BindingError, bind_task, ledgers
 from pai.launcher.env import task_env
 from pai.launcher.lifecycle import (
@@ -38,7 +39,7 @@ from pai.launcher.lifecycle import (
     on_event,
 )
 from pai.launcher.reconcile import pending_starts, reconcile
-from pai.launcher.snapshot import build_snapshot, holds_resources
+from pai.launcher.snapshot import build_snapshot, hold_back, holds_resources
 from pai.protocol.exitcodes import PlatformExit
 from pai.protocol.messages import (
     ContainerReport,
@@ -53,14 +54,13 @@ from pai.store import jobs as store_jobs
 from pai.store import nodes as store_nodes
 from pai.store.db import Database
 from pai.store.records import TaskAttempt
-from pai.vc import Decision, VcQuota, schedule
+from pai.vc import Decision, schedule
 
 log = logging.getLogger("pai.launcher")
 
 
 @dataclass(frozen=True, slots=True)
 class LauncherConfig:
-    vcs: tuple[VcQuota, ...] = (VcQuota("default"),)
     grace_seconds: float = 10.0
     heartbeat_seconds: float = 1.0
     node_timeout_seconds: float = 30.0
@@ -96,14 +96,25 @@ class Launcher:
 
     # ---- users' requests ----------------------------------------------------------------------
 
+    def priority_classes(self) -> dict[str, int]:
+        """The cluster's priority classes (OpenPAI's and the admin's), for parsing a submission."""
+        with self.db.session() as s:
+            return dict(cluster.load(s).config.priority_classes)
+
     def submit(self, user: str, spec: JobSpec, config_text: str) -> Job:
-        if spec.virtual_cluster not in {v.name for v in self.config.vcs}:
-            raise NoVirtualClusterError(
-                f"virtualCluster: {spec.virtual_cluster!r} does not exist", field="virtualCluster"
-            )
         now = self.clock()
         job = Job(id=_new_id(), user=user, spec=spec, submitted_at=now, tasks=initial_tasks(spec))
         with self.db.session() as s:
+            status = cluster.load(s).vc_status(spec.virtual_cluster)
+            if status is None:
+                raise NoVirtualClusterError(
+                    f"virtualCluster: {spec.virtual_cluster!r} does not exist", field="virtualCluster"
+                )
+            if not status.accepts_jobs():
+                raise InvalidParametersError(
+                    f"virtualCluster: VC {spec.virtual_cluster!r} is {status.value} and accepts no new jobs",
+                    field="virtualCluster",
+                )
             store_jobs.insert_job(s, job, config_text)
             history.add_event(s, job.id, now, "submitted", f"submitted by {user} to VC {spec.virtual_cluster}", {})
         log.info("job submitted job=%s vc=%s tasks=%d", job.key, job.vc, len(job.tasks))
@@ -115,6 +126,21 @@ class Launcher:
             job = self._apply(s, job, StopRequested(self.clock(), by))
             store_jobs.save_job(s, job)
         log.info("job stop requested job=%s by=%s state=%s", key, by, job.state.value)
+        return job
+
+    def set_priority(self, key: str, priority_class: str, by: str) -> Job:
+        """Change a job's priority class while it waits or runs (takes effect on the next pass)."""
+        with self.db.session() as s:
+            job = store_jobs.get_job(s, key)
+            if job.state.is_terminal():
+                raise InvalidParametersError(f"job {key} is {job.state.value}; its priority no longer matters",
+                                             field="value")
+            value = cluster.load(s).config.priority(priority_class)
+            job = replace(job, spec=replace(job.spec, priority_class=priority_class, priority=value))
+            store_jobs.save_job(s, job)
+            history.add_event(s, job.id, self.clock(), "priority-changed",
+                              f"priority set to {priority_class} ({value}) by {by}",
+                              {"priorityClass": priority_class, "priority": value, "by": by})
         return job
 
     # ---- agents -------------------------------------------------------------------------------
@@ -222,7 +248,12 @@ class Launcher:
         with self.db.session() as s:
             nodes = store_nodes.list_nodes(s)
             jobs = store_jobs.active_jobs(s)
-            decision = schedule(build_snapshot(now, nodes, jobs, self.config.vcs))
+            clu = cluster.load(s)
+            held, held_reasons = hold_back(jobs, clu)
+            quotas = cluster.quotas(clu, cluster.cluster_total(nodes))
+            snapshot = build_snapshot(now, nodes, [j for j in jobs if j.key not in held], quotas, clu.config.scheduler)
+            decision = schedule(snapshot)
+            decision.waiting.update(held_reasons)
             by_key = {j.key: j for j in jobs}
             node_by_name = {n.name: n for n in nodes}
             led = ledgers(nodes, [t for j in jobs for t in j.tasks if holds_resources(t)])

@@ -8,8 +8,10 @@ from pai.domain.job import Job, Task
 from pai.domain.node import Node
 from pai.domain.resources import Resources
 from pai.domain.states import JobState, TaskState
+from pai.launcher.cluster import Cluster
 from pai.protocol.exitcodes import PlatformExit
-from pai.vc import NodeView, PendingJob, RunningJob, Snapshot, TaskRequest, VcQuota
+from pai.vc import NodeView, PendingJob, RunningJob, Snapshot, TaskRequest, VcQuota, WaitingReason
+from pai.vc.policy import DEFAULT_CONFIG, SchedulerConfig
 
 
 def holds_resources(t: Task) -> bool:
@@ -27,8 +29,31 @@ def _request(job: Job, t: Task) -> TaskRequest:
     )
 
 
+def hold_back(jobs: Iterable[Job], clu: Cluster) -> tuple[set[str], dict[str, WaitingReason]]:
+    """Waiting jobs the scheduler must not see: their VC is stopped, or gone. Each gets its reason."""
+    held: set[str] = set()
+    reasons: dict[str, WaitingReason] = {}
+    for job in jobs:
+        if job.state is not JobState.WAITING:
+            continue
+        status = clu.vc_status(job.vc)
+        if status is None:
+            held.add(job.key)
+            reasons[job.key] = WaitingReason("VcMissing", f"VC `{job.vc}` no longer exists; stop the job or "
+                                             "ask an admin to recreate the VC", figures={"vc": job.vc})
+        elif not status.admits_jobs():
+            held.add(job.key)
+            reasons[job.key] = WaitingReason("VcStopped", f"VC `{job.vc}` is {status.value}; its jobs wait until an "
+                                             "admin sets it running", figures={"vc": job.vc})
+    return held, reasons
+
+
 def build_snapshot(
-    now: float, nodes: Iterable[Node], jobs: Iterable[Job], vcs: tuple[VcQuota, ...]
+    now: float,
+    nodes: Iterable[Node],
+    jobs: Iterable[Job],
+    vcs: tuple[VcQuota, ...],
+    config: SchedulerConfig = DEFAULT_CONFIG,
 ) -> Snapshot:
     nodes = list(nodes)
     jobs = list(jobs)
@@ -69,6 +94,7 @@ def build_snapshot(
                 started_at=job.started_at or job.submitted_at,
                 tasks=tuple((_request(job, t), t.node or "") for t in held),
                 preempting=preempting,
+                preempted_by=job.preempted_by or "",
             )
         )
     views = tuple(
@@ -83,4 +109,4 @@ def build_snapshot(
         )
         for n in nodes
     )
-    return Snapshot(now=now, nodes=views, vcs=vcs, running=tuple(running), pending=tuple(pending))
+    return Snapshot(now=now, nodes=views, vcs=vcs, running=tuple(running), pending=tuple(pending), config=config)

@@ -9,11 +9,13 @@ from collections.abc import AsyncIterator
 
 from aiohttp import ClientSession, web
 
+from pai.jobspec.vcconfig import load_cluster_config
 from pai.launcher.loop import LauncherLoop, StoreThread
 from pai.launcher.service import Launcher
+from pai.launcher.vcadmin import VcAdmin
 from pai.rest_server.config import MasterConfig
 from pai.rest_server.errors import error_middleware
-from pai.rest_server.keys import CONFIG, DB, HTTP, LAUNCHER, LOOP, STORE
+from pai.rest_server.keys import CONFIG, DB, HTTP, LAUNCHER, LOOP, STORE, VCADMIN
 from pai.rest_server.routes import routes
 from pai.store import users
 from pai.store.db import Database
@@ -35,6 +37,12 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
     app[STORE] = store
     app[DB] = db
     app[LAUNCHER] = Launcher(db, config.launcher)
+    app[VCADMIN] = VcAdmin(db, app[LAUNCHER].clock)
+    if config.vc_config is not None:
+        doc = load_cluster_config(config.vc_config.read_text(), str(config.vc_config))
+        await store.call(app[VCADMIN].apply_file, doc)
+        log.info("cluster configuration applied file=%s vcs=%d", config.vc_config,
+                 len(doc.get("virtualClusters", [])))
     yield
     await store.call(db.dispose)
     store.close()

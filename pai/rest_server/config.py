@@ -21,6 +21,7 @@ class MasterConfig:
     agent_token: str | None = None  # PAI_AGENT_TOKEN; when set, agents must present it
     token_ttl_seconds: int = 7 * 24 * 3600
     tick_seconds: float = 0.5
+    vc_config: Path | None = None  # a cluster configuration file (job_schemas/vc-config.json) applied at start
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
 
     def db_url(self) -> str:

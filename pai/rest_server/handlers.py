@@ -30,7 +30,7 @@ async def healthz(request: web.Request) -> web.Response:
     return web.json_response({"status": "ok", "schedulingPasses": request.app[LOOP].passes})
 
 
-async def _json_body(request: web.Request) -> dict[str, Any]:
+async def json_body(request: web.Request) -> dict[str, Any]:
     try:
         body = await request.json()
     except (json.JSONDecodeError, UnicodeDecodeError):
@@ -41,7 +41,7 @@ async def _json_body(request: web.Request) -> dict[str, Any]:
 
 
 async def login(request: web.Request) -> web.Response:
-    body = await _json_body(request)
+    body = await json_body(request)
     name, password = body.get("username"), body.get("password")
     if not isinstance(name, str) or not isinstance(password, str):
         raise InvalidParametersError("username and password: both are required strings", field="username")
@@ -71,7 +71,7 @@ async def list_nodes(request: web.Request) -> web.Response:
 async def agent_register(request: web.Request) -> web.Response:
     check_agent(request)
     try:
-        req = RegisterRequest.from_dict(await _json_body(request))
+        req = RegisterRequest.from_dict(await json_body(request))
     except ProtocolError as e:
         raise InvalidParametersError(str(e)) from None
     reply = await request.app[STORE].call(request.app[LAUNCHER].register, req)
@@ -82,7 +82,7 @@ async def agent_register(request: web.Request) -> web.Response:
 async def agent_heartbeat(request: web.Request) -> web.Response:
     check_agent(request)
     try:
-        req = HeartbeatRequest.from_dict(await _json_body(request))
+        req = HeartbeatRequest.from_dict(await json_body(request))
     except ProtocolError as e:
         raise InvalidParametersError(str(e)) from None
     if req.node != request.match_info["node"]:

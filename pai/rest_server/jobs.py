@@ -21,7 +21,8 @@ from pai.store import jobs as store_jobs
 
 async def _submit(request: web.Request, user: str) -> web.Response:
     body = await request.read()
-    parsed = parse_job(body, request.content_type)
+    classes = await request.app[STORE].call(request.app[LAUNCHER].priority_classes)
+    parsed = parse_job(body, request.content_type, classes)
     job = await request.app[STORE].call(request.app[LAUNCHER].submit, user, parsed.spec, parsed.text)
     request.app[LOOP].wake()
     return web.json_response(
@@ -118,7 +119,8 @@ async def job_config(request: web.Request) -> web.Response:
             return store_jobs.get_config_text(s, key)
 
     text = await request.app[STORE].call(run)
-    parsed = parse_job(text)
+    classes = await request.app[STORE].call(request.app[LAUNCHER].priority_classes)
+    parsed = parse_job(text, None, classes)
     config = masked_config(parsed)
     accept = request.headers.get("Accept", "")
     if "yaml" in accept or (parsed.protocol_version == 2 and "json" not in accept):

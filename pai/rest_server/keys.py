@@ -6,6 +6,7 @@ from aiohttp import ClientSession, web
 
 from pai.launcher.loop import LauncherLoop, StoreThread
 from pai.launcher.service import Launcher
+from pai.launcher.vcadmin import VcAdmin
 from pai.rest_server.config import MasterConfig
 from pai.store.db import Database
 
@@ -14,4 +15,5 @@ DB = web.AppKey("db", Database)
 STORE = web.AppKey("store", StoreThread)
 LAUNCHER = web.AppKey("launcher", Launcher)
 LOOP = web.AppKey("loop", LauncherLoop)
+VCADMIN = web.AppKey("vcadmin", VcAdmin)
 HTTP = web.AppKey("http", ClientSession)

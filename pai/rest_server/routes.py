@@ -5,7 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from pai.rest_server import handlers as h
-from pai.rest_server import jobs
+from pai.rest_server import jobs, vcs
 
 JOB = "/api/v2/jobs/{key:[^/]+~[^/]+}"
 
@@ -23,7 +23,18 @@ routes: list[web.RouteDef] = [
     web.get(JOB + "/attempts", jobs.job_attempts),
     web.put(JOB + "/executionType", jobs.execution_type),
     web.get(JOB + "/tasks/{role}/{index}/logs/{stream:stdout|stderr}", jobs.task_log),
+    web.put(JOB + "/priority", vcs.put_priority),
     web.get("/api/v2/nodes", h.list_nodes),
+    web.get("/api/v1/virtual-clusters", vcs.list_vcs),
+    web.get("/api/v2/virtual-clusters", vcs.list_vcs),
+    web.get("/api/v1/virtual-clusters/{vc}", vcs.get_vc),
+    web.get("/api/v2/virtual-clusters/{vc}", vcs.get_vc),
+    web.put("/api/v1/virtual-clusters/{vc}", vcs.put_vc_v1),
+    web.put("/api/v2/virtual-clusters/{vc}", vcs.put_vc_v2),
+    web.put("/api/v1/virtual-clusters/{vc}/status", vcs.put_vc_status),
+    web.put("/api/v2/virtual-clusters/{vc}/status", vcs.put_vc_status),
+    web.delete("/api/v1/virtual-clusters/{vc}", vcs.delete_vc),
+    web.delete("/api/v2/virtual-clusters/{vc}", vcs.delete_vc),
     web.post("/api/internal/agents/register", h.agent_register),
     web.post("/api/internal/agents/{node}/heartbeat", h.agent_heartbeat),
 ]

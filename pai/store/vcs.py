@@ -8,7 +8,7 @@ queue still runs).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import func, select
@@ -18,7 +18,7 @@ from pai.domain.errors import NoVirtualClusterError
 from pai.store.schema import ClusterSettingRow, VirtualClusterRow
 
 
-class VcStatus(str, Enum):
+class VcStatus(StrEnum):
     RUNNING = "running"
     STOPPED = "stopped"
     DRAINING = "draining"

@@ -1,0 +1,89 @@
+"""The cluster configuration as the launcher uses it: VCs with their status, scheduler knobs, priority classes.
+
+Stored in the database (``pai.store.vcs``); a configuration file given to the master is written there at
+start; the REST API edits it. Amounts stay as written (percents too) and are resolved against the cluster's
+current total on every pass.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from pai.domain.errors import InvalidParametersError
+from pai.domain.node import Node, NodeState
+from pai.domain.resources import ZERO, Resources
+from pai.store import vcs
+from pai.store.vcs import VcStatus
+from pai.vc import VcQuota
+from pai.vc.config import ClusterConfig, parse_config
+
+log = logging.getLogger("pai.launcher.cluster")
+DEFAULT_VC = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class Cluster:
+    config: ClusterConfig
+    status: dict[str, VcStatus] = field(default_factory=dict)
+    specs: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def vc_status(self, name: str) -> VcStatus | None:
+        if name in self.status:
+            return self.status[name]
+        return VcStatus.RUNNING if any(v.name == name for v in self.config.vcs) or name == DEFAULT_VC else None
+
+
+def document(stored: list[vcs.StoredVc], scheduler: dict[str, Any] | None,
+             classes: dict[str, Any] | None) -> dict[str, Any]:
+    doc: dict[str, Any] = {"virtualClusters": [v.spec for v in stored] or [{"name": DEFAULT_VC}]}
+    if scheduler:
+        doc["scheduler"] = scheduler
+    if classes:
+        doc["priorityClasses"] = classes
+    return doc
+
+
+def load(s: Session) -> Cluster:
+    stored = vcs.list_vcs(s)
+    doc = document(stored, vcs.get_setting(s, "scheduler"), vcs.get_setting(s, "priorityClasses"))
+    return Cluster(parse_config(doc), {v.name: v.status for v in stored}, {v.name: v.spec for v in stored})
+
+
+def apply_file(s: Session, doc: dict[str, Any], now: float) -> None:
+    """Write a validated configuration document: its VCs are created or replaced; its settings replace ours."""
+    parse_config(doc)  # names and classes checked before anything is written
+    for spec in doc.get("virtualClusters", []):
+        vcs.put_vc(s, spec, now)
+    if "scheduler" in doc:
+        vcs.put_setting(s, "scheduler", doc["scheduler"])
+    if "priorityClasses" in doc:
+        vcs.put_setting(s, "priorityClasses", doc["priorityClasses"])
+
+
+def cluster_total(nodes: Iterable[Node]) -> Resources:
+    """What the VCs' percents are of: every node that is not lost."""
+    total = ZERO
+    for n in nodes:
+        if n.state is not NodeState.LOST:
+            total = total + Resources(n.total.gpu - len(n.failed_gpus), n.total.cpu, n.total.memory_mb)
+    return total
+
+
+def quotas(cluster: Cluster, total: Resources) -> tuple[VcQuota, ...]:
+    """Absolute quotas for this pass. When the cluster shrank below the guarantees (a node lost), every VC
+    keeps its max but loses its guarantee until the cluster is back: nothing is reclaimed meanwhile."""
+    try:
+        return cluster.config.quotas(total)
+    except InvalidParametersError as e:
+        log.error("guarantees do not fit the cluster; reclaim is off until they do reason=%s", e.message)
+        relaxed = ClusterConfig(
+            tuple(replace(v, guaranteed={}) for v in cluster.config.vcs),
+            cluster.config.scheduler,
+            cluster.config.priority_classes,
+        )
+        return relaxed.quotas(total)

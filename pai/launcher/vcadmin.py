@@ -1,0 +1,109 @@
+"""Virtual-cluster administration and reports: one transaction each, on the store thread."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from pai.domain.errors import ConflictVirtualClusterError, InvalidParametersError
+from pai.domain.resources import ZERO, Resources
+from pai.domain.states import JobState
+from pai.launcher import cluster
+from pai.launcher.snapshot import holds_resources
+from pai.store import jobs as store_jobs
+from pai.store import nodes as store_nodes
+from pai.store import vcs
+from pai.store.db import Database
+from pai.store.vcs import VcStatus
+from pai.vc import VcQuota
+from pai.vc.config import parse_config
+
+
+@dataclass(frozen=True, slots=True)
+class VcReport:
+    quota: VcQuota
+    status: VcStatus
+    spec: dict[str, Any]
+    total: Resources
+    used: Resources
+    running: int
+    pending: int
+
+    @property
+    def borrowed(self) -> Resources:
+        return (self.used - self.quota.guaranteed).clamp0()
+
+
+class VcAdmin:
+    def __init__(self, db: Database, clock: Callable[[], float]) -> None:
+        self.db = db
+        self.clock = clock
+
+    def reports(self) -> list[VcReport]:
+        with self.db.session() as s:
+            clu = cluster.load(s)
+            total = cluster.cluster_total(store_nodes.list_nodes(s))
+            quotas = cluster.quotas(clu, total)
+            used = {q.name: ZERO for q in quotas}
+            running = {q.name: 0 for q in quotas}
+            pending = {q.name: 0 for q in quotas}
+            for job in store_jobs.active_jobs(s):
+                if job.vc not in used:
+                    continue
+                if job.state is JobState.WAITING:
+                    pending[job.vc] += 1
+                    continue
+                running[job.vc] += 1
+                for t in job.tasks:
+                    if holds_resources(t):
+                        used[job.vc] = used[job.vc] + job.spec.role(t.role).resources
+            status = {q.name: clu.vc_status(q.name) or VcStatus.RUNNING for q in quotas}
+            return [
+                VcReport(q, status[q.name], clu.specs.get(q.name, {"name": q.name}), total, used[q.name],
+                         running[q.name], pending[q.name])
+                for q in quotas
+            ]
+
+    def put(self, spec: dict[str, Any]) -> None:
+        """Create or replace a VC (a validated entry of the configuration's ``virtualClusters``)."""
+        with self.db.session() as s:
+            clu = cluster.load(s)
+            specs = [v for v in (clu.specs or {}).values() if v["name"] != spec["name"]]
+            doc = cluster.document([], None, None)
+            doc["virtualClusters"] = [*specs, spec]
+            candidate = parse_config(doc)
+            total = cluster.cluster_total(store_nodes.list_nodes(s))
+            if total != ZERO:
+                candidate.quotas(total)  # guarantees must fit the cluster as it is now
+            vcs.put_vc(s, spec, self.clock())
+
+    def set_status(self, name: str, status: VcStatus) -> None:
+        with self.db.session() as s:
+            if name == cluster.DEFAULT_VC and not vcs_has(s, name):
+                vcs.put_vc(s, {"name": name}, self.clock(), status)
+            else:
+                vcs.set_vc_status(s, name, status, self.clock())
+
+    def delete(self, name: str) -> None:
+        if name == cluster.DEFAULT_VC:
+            raise InvalidParametersError("the default VC holds the rest of the cluster and cannot be removed",
+                                         field="vc")
+        with self.db.session() as s:
+            vcs.get_vc(s, name)
+            active = [j.key for j in store_jobs.active_jobs(s) if j.vc == name]
+            if active:
+                raise ConflictVirtualClusterError(
+                    f"VC {name} still has {len(active)} active jobs (e.g. {active[0]}); stop them or wait"
+                )
+            vcs.delete_vc(s, name)
+
+    def apply_file(self, doc: dict[str, Any]) -> None:
+        with self.db.session() as s:
+            cluster.apply_file(s, doc, self.clock())
+
+
+def vcs_has(s: Session, name: str) -> bool:
+    return any(v.name == name for v in vcs.list_vcs(s))

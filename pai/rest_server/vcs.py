@@ -1,0 +1,176 @@
+"""Virtual-cluster handlers: OpenPAI's v1 admin paths and our v2 form, plus job priority changes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from pai.domain.errors import ForbiddenUserError, InvalidParametersError, NoVirtualClusterError
+from pai.domain.resources import Resources
+from pai.jobspec.vcconfig import validate_vc
+from pai.launcher.vcadmin import VcReport
+from pai.rest_server.auth import current_user, require_owner_or_admin
+from pai.rest_server.handlers import json_body
+from pai.rest_server.keys import LAUNCHER, LOOP, STORE, VCADMIN
+from pai.store import jobs as store_jobs
+from pai.store.records import User
+from pai.store.vcs import VcStatus
+
+
+def _capped(r: Resources | None, total: Resources) -> Resources:
+    if r is None:
+        return total
+    return Resources(min(r.gpu, total.gpu), min(r.cpu, total.cpu), min(r.memory_mb, total.memory_mb))
+
+
+def vc_view(r: VcReport) -> dict[str, Any]:
+    basis = "gpu" if r.total.gpu > 0 else "cpu"
+
+    def pct(res: Resources) -> float:
+        whole = getattr(r.total, basis)
+        return round(100.0 * getattr(res, basis) / whole, 2) if whole else 0.0
+
+    q = r.quota
+    maximum = _capped(q.max, r.total)
+    return {
+        "name": q.name,
+        "status": r.status.value,
+        "capacity": pct(q.guaranteed),
+        "maxCapacity": pct(maximum),
+        "usedCapacity": pct(r.used),
+        "capacityBasis": basis,
+        "numRunningJobs": r.running,
+        "numPendingJobs": r.pending,
+        "resourcesTotal": r.total.to_dict(),
+        "resourcesGuaranteed": q.guaranteed.to_dict(),
+        "resourcesMax": maximum.to_dict(),
+        "resourcesUsed": r.used.to_dict(),
+        "resourcesBorrowed": r.borrowed.to_dict(),
+        "lendingLimit": None if q.lending_limit is None else _capped(q.lending_limit, r.total).to_dict(),
+        "preemption": {
+            "reclaim": q.preemption.reclaim.value,
+            "withinVc": q.preemption.within_vc.value,
+            "whileBorrowing": {
+                "enabled": q.preemption.while_borrowing.enabled,
+                "priorityThreshold": q.preemption.while_borrowing.priority_threshold,
+            },
+        },
+        "strictFifo": q.strict_fifo,
+        "config": r.spec,
+    }
+
+
+async def _reports(request: web.Request) -> list[VcReport]:
+    return await request.app[STORE].call(request.app[VCADMIN].reports)
+
+
+async def list_vcs(request: web.Request) -> web.Response:
+    await current_user(request)
+    return web.json_response({r.quota.name: vc_view(r) for r in await _reports(request)})
+
+
+async def get_vc(request: web.Request) -> web.Response:
+    await current_user(request)
+    name = request.match_info["vc"]
+    for r in await _reports(request):
+        if r.quota.name == name:
+            return web.json_response(vc_view(r))
+    raise NoVirtualClusterError(f"virtual cluster {name} not found")
+
+
+async def _admin(request: web.Request) -> User:
+    user = await current_user(request)
+    if not user.admin:
+        raise ForbiddenUserError(f"user {user.name} is not an admin; only admins change virtual clusters")
+    return user
+
+
+def _percent(body: dict[str, Any], key: str, default: float | None) -> float | None:
+    value = body.get(key, default)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 100:
+        raise InvalidParametersError(f"{key}: must be a number from 0 to 100", field=key)
+    return float(value)
+
+
+async def put_vc_v1(request: web.Request) -> web.Response:
+    """OpenPAI's form: ``{"vcCapacity": 50, "vcMaxCapacity": 100}``, percents of every resource."""
+    await _admin(request)
+    name = request.match_info["vc"]
+    body = await json_body(request)
+    capacity = _percent(body, "vcCapacity", None)
+    if capacity is None:
+        raise InvalidParametersError("vcCapacity: is required", field="vcCapacity")
+    maximum = _percent(body, "vcMaxCapacity", 100.0)
+    assert maximum is not None
+    if maximum < capacity:
+        raise InvalidParametersError("vcMaxCapacity: must not be less than vcCapacity", field="vcMaxCapacity")
+
+    def share(p: float) -> dict[str, str]:
+        return {k: f"{p:g}%" for k in ("gpu", "cpu", "memoryMB")}
+
+    spec = validate_vc({"name": name, "guaranteed": share(capacity), "max": share(maximum)})
+    await request.app[STORE].call(request.app[VCADMIN].put, spec)
+    request.app[LOOP].wake()
+    return web.json_response({"message": f"update virtual cluster {name} successfully"}, status=201)
+
+
+async def put_vc_v2(request: web.Request) -> web.Response:
+    """Our richer form: one entry of the configuration's ``virtualClusters`` (job_schemas/vc-config.json)."""
+    await _admin(request)
+    name = request.match_info["vc"]
+    body = await json_body(request)
+    body.setdefault("name", name)
+    if body["name"] != name:
+        raise InvalidParametersError(f"name: the body names {body['name']!r}, the path {name!r}", field="name")
+    spec = validate_vc(body)
+    await request.app[STORE].call(request.app[VCADMIN].put, spec)
+    request.app[LOOP].wake()
+    return web.json_response({"message": f"update virtual cluster {name} successfully"}, status=201)
+
+
+async def put_vc_status(request: web.Request) -> web.Response:
+    await _admin(request)
+    name = request.match_info["vc"]
+    body = await json_body(request)
+    raw = body.get("vcStatus", body.get("value"))
+    try:
+        status = VcStatus(str(raw).lower())
+    except ValueError:
+        allowed = ", ".join(s.value for s in VcStatus)
+        raise InvalidParametersError(f"vcStatus: {raw!r} is not one of {allowed}", field="vcStatus") from None
+    await request.app[STORE].call(request.app[VCADMIN].set_status, name, status)
+    request.app[LOOP].wake()
+    return web.json_response({"message": f"update virtual cluster {name} to {status.value} successfully"},
+                             status=201)
+
+
+async def delete_vc(request: web.Request) -> web.Response:
+    await _admin(request)
+    name = request.match_info["vc"]
+    await request.app[STORE].call(request.app[VCADMIN].delete, name)
+    request.app[LOOP].wake()
+    return web.json_response({"message": f"remove virtual cluster {name} successfully"})
+
+
+async def put_priority(request: web.Request) -> web.Response:
+    """``PUT /api/v2/jobs/{key}/priority {"value": "prod"}``: the owner or an admin; while the job is active."""
+    user = await current_user(request)
+    key = request.match_info["key"]
+    body = await json_body(request)
+    value = body.get("value")
+    if not isinstance(value, str) or not value:
+        raise InvalidParametersError("value: a priority class name is required", field="value")
+    launcher = request.app[LAUNCHER]
+
+    def run() -> None:
+        with launcher.db.session() as s:
+            job = store_jobs.get_job(s, key)
+        require_owner_or_admin(user, job.user, "change the priority of")
+        launcher.set_priority(key, value, user.name)
+
+    await request.app[STORE].call(run)
+    request.app[LOOP].wake()
+    return web.json_response({"message": f"set priority of job {key} to {value} successfully"}, status=202)
