@@ -107,7 +107,7 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 @contextmanager
 def cluster(tmp: Path, database_url: str | None, agents: list[tuple[str, str, int]],
-            grace_seconds: float = 3.0) -> Iterator[Cluster]:
+            grace_seconds: float = 3.0, master_args: tuple[str, ...] = ()) -> Iterator[Cluster]:
     """``agents``: (name, address, cpus). Yields once every agent is READY, the admin logged in."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
@@ -115,7 +115,7 @@ def cluster(tmp: Path, database_url: str | None, agents: list[tuple[str, str, in
     env.pop("PAI_DATABASE_URL", None)
     with ExitStack() as stack:
         args = ["master", "--port", str(port), "--data-dir", str(tmp / "master"), "--grace-seconds",
-                str(grace_seconds), "--heartbeat", "0.3", "--node-timeout", "10"]
+                str(grace_seconds), "--heartbeat", "0.3", "--node-timeout", "10", *master_args]
         if database_url:
             args += ["--database-url", database_url]
         proc, log = _spawn("master", args, tmp, env)
