@@ -77,3 +77,13 @@ class MasterApi:
     def nodes(self) -> list[dict[str, Any]]:
         result: list[dict[str, Any]] = self.http.json("GET", "/api/v2/nodes")
         return result
+
+    def set_node_state(self, name: str, state: str) -> dict[str, Any]:
+        result: dict[str, Any] = self.http.json(
+            "PUT", f"/api/v2/nodes/{quote_segment(name)}/state", payload={"value": state}
+        )
+        return result
+
+    def virtual_clusters(self) -> dict[str, Any]:
+        result: dict[str, Any] = self.http.json("GET", "/api/v2/virtual-clusters")
+        return result

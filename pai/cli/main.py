@@ -6,7 +6,7 @@ import click
 
 from pai.cli.auth import login, logout
 from pai.cli.jobs import job, list_jobs, logs, stop
-from pai.cli.nodes import nodes
+from pai.cli.nodes import cordon, nodes, uncordon
 from pai.cli.submit import submit
 
 
@@ -16,7 +16,7 @@ def cli() -> None:
     """pai: submit and watch jobs on a pai (OpenPAI-compatible) cluster."""
 
 
-for command in (login, logout, submit, list_jobs, job, logs, stop, nodes):
+for command in (login, logout, submit, list_jobs, job, logs, stop, nodes, cordon, uncordon):
     cli.add_command(command)
 
 

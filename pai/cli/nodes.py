@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import click
+
 from pai.cli.command import client_command, connect, master_option
 from pai.cli.output import OutputFormat, format_ago, format_memory, output_option, render_table, used_total
 
@@ -38,3 +40,24 @@ def nodes(output: OutputFormat, master: str | None) -> None:
     """
     answer = connect(master).api.nodes()
     output.emit(answer, lambda raw: render_nodes(raw, time.time() * 1000))
+
+
+def _set_state(name: str, state: str, master: str | None) -> None:
+    node = connect(master).api.set_node_state(name, state)
+    click.echo(f"{node.get('name', name)}: {node.get('state', state)}")
+
+
+@client_command("cordon")
+@click.argument("name")
+@master_option
+def cordon(name: str, master: str | None) -> None:
+    """Keep new tasks off node NAME (running tasks stay). Admins only."""
+    _set_state(name, "CORDONED", master)
+
+
+@client_command("uncordon")
+@click.argument("name")
+@master_option
+def uncordon(name: str, master: str | None) -> None:
+    """Let node NAME take new tasks again. Admins only."""
+    _set_state(name, "READY", master)

@@ -8,12 +8,16 @@ from pathlib import Path
 import click
 import yaml
 
+from pai.cli.vcs import vc_list
 from pai.domain.errors import PaiError
 
 
 @click.group("vc")
 def vc() -> None:
-    """Virtual clusters: try a change offline."""
+    """Virtual clusters: list them, or try a change offline."""
+
+
+vc.add_command(vc_list)
 
 
 @vc.command("simulate")

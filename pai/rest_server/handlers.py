@@ -8,12 +8,13 @@ from typing import Any
 from aiohttp import web
 
 from pai import __version__
-from pai.domain.errors import InvalidParametersError, UnauthorizedUserError
+from pai.domain.errors import ForbiddenUserError, InvalidParametersError, UnauthorizedUserError
+from pai.domain.node import NodeState
 from pai.protocol.messages import HeartbeatRequest, ProtocolError, RegisterRequest
 from pai.rest_server.auth import check_agent, current_user
 from pai.rest_server.keys import CONFIG, LAUNCHER, LOOP, STORE
 from pai.rest_server.views import node_view
-from pai.store import tokens, users
+from pai.store import nodes, tokens, users
 
 
 async def api_v1(request: web.Request) -> web.Response:
@@ -66,6 +67,32 @@ async def list_nodes(request: web.Request) -> web.Response:
     await current_user(request)
     usage = await request.app[STORE].call(request.app[LAUNCHER].node_usage)
     return web.json_response([node_view(n, used) for n, used in usage])
+
+
+async def set_node_state(request: web.Request) -> web.Response:
+    """``PUT /api/v2/nodes/{node}/state {"value": "CORDONED" | "DRAINING" | "READY"}``: admins only."""
+    user = await current_user(request)
+    if not user.admin:
+        raise ForbiddenUserError(f"user {user.name} is not an admin; only admins cordon nodes")
+    body = await json_body(request)
+    allowed = {s.value: s for s in (NodeState.READY, NodeState.CORDONED, NodeState.DRAINING)}
+    value = body.get("value")
+    if value not in allowed:
+        raise InvalidParametersError(f"value: {value!r} is not one of {', '.join(allowed)}", field="value")
+    name = request.match_info["node"]
+    launcher = request.app[LAUNCHER]
+
+    def run() -> None:
+        with launcher.db.session() as s:
+            node = nodes.get_node(s, name)
+            if node.state is NodeState.LOST:
+                raise InvalidParametersError(f"node {name} is LOST; it becomes READY when its agent reports",
+                                             field="value")
+            nodes.set_node_state(s, name, allowed[str(value)])
+
+    await request.app[STORE].call(run)
+    request.app[LOOP].wake()
+    return web.json_response({"name": name, "state": value})
 
 
 async def agent_register(request: web.Request) -> web.Response:

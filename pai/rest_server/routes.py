@@ -25,6 +25,7 @@ routes: list[web.RouteDef] = [
     web.get(JOB + "/tasks/{role}/{index}/logs/{stream:stdout|stderr}", jobs.task_log),
     web.put(JOB + "/priority", vcs.put_priority),
     web.get("/api/v2/nodes", h.list_nodes),
+    web.put("/api/v2/nodes/{node}/state", h.set_node_state),
     web.get("/api/v1/virtual-clusters", vcs.list_vcs),
     web.get("/api/v2/virtual-clusters", vcs.list_vcs),
     web.get("/api/v1/virtual-clusters/{vc}", vcs.get_vc),

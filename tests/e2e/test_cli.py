@@ -69,3 +69,45 @@ def test_stop_from_the_cli(one_agent: Cluster, tmp_path: Path) -> None:
     r = pai(c, "stop", "sleeper", home=tmp_path)
     assert r.returncode == 0, r.stderr
     assert c.wait_state("admin~sleeper", {"STOPPED"}, 10)["jobStatus"]["state"] == "STOPPED"
+
+
+def test_vc_list_and_cordon(one_agent: Cluster, tmp_path: Path) -> None:
+    c = one_agent
+    pai(c, "login", "--master", c.url, "--user", "admin", "--password", ADMIN_PASSWORD, home=tmp_path)
+    r = pai(c, "vc", "list", home=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "default" in r.stdout and "100.0%" in r.stdout
+    r = pai(c, "vc", "list", "-o", "json", home=tmp_path)
+    assert json.loads(r.stdout)["default"]["resourcesTotal"]["cpu"] == 4
+    r = pai(c, "cordon", "node-a", home=tmp_path)
+    assert r.returncode == 0 and "CORDONED" in r.stdout
+    assert "CORDONED" in pai(c, "nodes", home=tmp_path).stdout
+    r = pai(c, "uncordon", "node-a", home=tmp_path)
+    assert r.returncode == 0 and "READY" in r.stdout
+    r = pai(c, "cordon", "no-such-node", home=tmp_path)
+    assert r.returncode == 1 and "NoNodeError" in r.stderr
+
+
+def test_vc_simulate_prints_the_decision(tmp_path: Path) -> None:
+    scenario = {
+        "nodes": [{"name": "n1", "gpu": 8, "cpu": 32, "memoryMB": 65536}],
+        "vcs": [{"name": "a", "guaranteed": {"gpu": 4}}, {"name": "b", "guaranteed": {"gpu": 4}}],
+        "running": [{"name": "a-big", "vc": "a", "priority": 10, "startedAt": 0,
+                     "tasks": [{"gpu": 8, "cpu": 1, "memoryMB": 1, "node": "n1"}]}],
+        "pending": [{"name": "b-job", "vc": "b", "priority": 10, "submittedAt": 1, "tasks": [{"gpu": 4}]},
+                    {"name": "huge", "vc": "a", "priority": 10, "submittedAt": 2, "tasks": [{"gpu": 16}]}],
+    }
+    path = tmp_path / "scenario.yaml"
+    path.write_text(json.dumps(scenario))
+    r = subprocess.run([sys.executable, "-m", "pai", "vc", "simulate", str(path)], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["preempted"] == ["a-big"]
+    assert list(out["admitted"]) == ["b-job"] and list(out["admitted"]["b-job"].values()) == ["n1"]
+    assert "huge" in out["waiting"]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("nodes: [unclosed")
+    r = subprocess.run([sys.executable, "-m", "pai", "vc", "simulate", str(bad)], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
