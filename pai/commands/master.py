@@ -8,6 +8,8 @@ import click
 from aiohttp import web
 
 from pai.commands.logs import setup_logging
+from pai.domain.errors import PaiError
+from pai.jobspec.vcconfig import load_cluster_config
 from pai.launcher.service import LauncherConfig
 from pai.rest_server.app import make_app
 from pai.rest_server.config import MasterConfig
@@ -32,6 +34,11 @@ def master(host: str, port: int, data_dir: Path | None, database_url: str | None
            node_timeout: float, vc_config: Path | None, heartbeat: float) -> None:
     """Run the master: REST API, scheduler loop and store."""
     setup_logging("master")
+    if vc_config is not None:
+        try:
+            load_cluster_config(vc_config.read_text(), str(vc_config))
+        except PaiError as e:
+            raise click.ClickException(f"{vc_config}: {e.message}") from None
     config = MasterConfig.from_env(
         host=host,
         port=port,

@@ -40,9 +40,22 @@ def parse_job(
     return ParsedJob(spec=spec, protocol_version=int(version), config=decoded.config, text=decoded.text)
 
 
+def stored_config(text: str) -> tuple[dict[str, Any], int]:
+    """A job's submitted text as it was accepted, with secrets masked, and its protocol version; not validated
+    again (for ``/config``): the cluster's priority classes may have changed since, and what was accepted
+    stays readable."""
+    decoded = decode(text)
+    version = ProtocolVersion.of(decoded.config, from_json=decoded.syntax is Syntax.JSON)
+    return mask_secrets(decoded.config), int(version)
+
+
 def masked_config(parsed: ParsedJob) -> dict[str, Any]:
     """The submitted config with every secret value replaced by ``"******"`` (for ``/config``)."""
-    config = copy.deepcopy(parsed.config)
+    return mask_secrets(parsed.config)
+
+
+def mask_secrets(config: dict[str, Any]) -> dict[str, Any]:
+    config = copy.deepcopy(config)
     secrets = config.get("secrets")
     if isinstance(secrets, dict):
         config["secrets"] = {key: MASK for key in secrets}

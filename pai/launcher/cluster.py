@@ -74,13 +74,22 @@ def cluster_total(nodes: Iterable[Node]) -> Resources:
     return total
 
 
+_last_problem: list[str] = [""]  # what was last logged, so that a problem is logged once, not every pass
+
+
 def quotas(cluster: Cluster, total: Resources) -> tuple[VcQuota, ...]:
     """Absolute quotas for this pass. When the cluster shrank below the guarantees (a node lost), every VC
     keeps its max but loses its guarantee until the cluster is back: nothing is reclaimed meanwhile."""
     try:
-        return cluster.config.quotas(total)
+        result = cluster.config.quotas(total)
+        if _last_problem[0]:
+            log.info("guarantees fit the cluster again; reclaim is on")
+            _last_problem[0] = ""
+        return result
     except InvalidParametersError as e:
-        log.error("guarantees do not fit the cluster; reclaim is off until they do reason=%s", e.message)
+        if e.message != _last_problem[0]:
+            log.error("guarantees do not fit the cluster; reclaim is off until they do reason=%s", e.message)
+            _last_problem[0] = e.message
         relaxed = ClusterConfig(
             tuple(replace(v, guaranteed={}) for v in cluster.config.vcs),
             cluster.config.scheduler,

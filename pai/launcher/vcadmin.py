@@ -80,6 +80,12 @@ class VcAdmin:
                 candidate.quotas(total)  # guarantees must fit the cluster as it is now
             vcs.put_vc(s, spec, self.clock())
 
+    def update(self, name: str, changes: dict[str, Any], validate: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        """Change some fields of a VC (or create it with them), keeping the rest of its definition."""
+        with self.db.session() as s:
+            current = cluster.load(s).specs.get(name, {"name": name})
+        self.put(validate({**current, **changes}))
+
     def set_status(self, name: str, status: VcStatus) -> None:
         with self.db.session() as s:
             if name == cluster.DEFAULT_VC and not vcs_has(s, name):

@@ -11,7 +11,7 @@ from aiohttp import ClientError, ClientTimeout, web
 from pai.domain.errors import ForbiddenUserError, InvalidParametersError, NoTaskError
 from pai.domain.job import Job
 from pai.domain.states import JobState
-from pai.jobspec import masked_config, parse_job
+from pai.jobspec import parse_job, stored_config
 from pai.rest_server.auth import current_user, require_owner_or_admin
 from pai.rest_server.keys import HTTP, LAUNCHER, LOOP, STORE
 from pai.rest_server.views import attempt_view, job_detail, job_summary
@@ -118,12 +118,9 @@ async def job_config(request: web.Request) -> web.Response:
         with launcher.db.session() as s:
             return store_jobs.get_config_text(s, key)
 
-    text = await request.app[STORE].call(run)
-    classes = await request.app[STORE].call(request.app[LAUNCHER].priority_classes)
-    parsed = parse_job(text, None, classes)
-    config = masked_config(parsed)
+    config, version = stored_config(await request.app[STORE].call(run))
     accept = request.headers.get("Accept", "")
-    if "yaml" in accept or (parsed.protocol_version == 2 and "json" not in accept):
+    if "yaml" in accept or (version == 2 and "json" not in accept):
         return web.Response(text=yaml.safe_dump(config, sort_keys=False), content_type="text/yaml")
     return web.json_response(config)
 

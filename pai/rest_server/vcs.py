@@ -111,8 +111,8 @@ async def put_vc_v1(request: web.Request) -> web.Response:
     def share(p: float) -> dict[str, str]:
         return {k: f"{p:g}%" for k in ("gpu", "cpu", "memoryMB")}
 
-    spec = validate_vc({"name": name, "guaranteed": share(capacity), "max": share(maximum)})
-    await request.app[STORE].call(request.app[VCADMIN].put, spec)
+    changes = {"guaranteed": share(capacity), "max": share(maximum)}
+    await request.app[STORE].call(request.app[VCADMIN].update, name, changes, validate_vc)
     request.app[LOOP].wake()
     return web.json_response({"message": f"update virtual cluster {name} successfully"}, status=201)
 

@@ -3,89 +3,64 @@
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterable
 
 from pai.domain.resources import ZERO, Resources
-from pai.vc.capacity import NodePool
-from pai.vc.explain import explain_never_fits, explain_no_fit
+from pai.vc.explain import explain_no_fit
 from pai.vc.gang import Gang
 from pai.vc.ledger import VcLedger
 from pai.vc.order import always_borrows, queue_key
 from pai.vc.placement import Taken, place, release, to_admission
 from pai.vc.policy import WithinVc
-from pai.vc.preemption import Plan, Planner
-from pai.vc.quota import cluster_total, effective_quotas
+from pai.vc.preemption import Hold, Plan, Planner, undo_holds
 from pai.vc.reasons import WaitCode, with_position
 from pai.vc.reservation import reserve, unreserve
-from pai.vc.snapshot import Admission, Decision, PendingJob, Preemption, RunningJob, Snapshot, WaitingReason
+from pai.vc.snapshot import Admission, Decision, PendingJob, Preemption, WaitingReason
+from pai.vc.state import State
 from pai.vc.wording import at_max, lending_limited, preemption_message, user_limited, waiting_for_victims
 
-UNLIMITED = Resources(10**15, 10**15, 10**18)
 Memo = tuple[object, ...]
 
 
 class Round:
-    """The mutable state of one pass; ``run`` returns the Decision."""
+    """The mutable state of one pass over ``state``; ``run`` returns the Decision. What the pass holds only for
+    itself (planned placements, reservations) is listed in ``holds`` and ``reserved`` so it can be undone."""
 
-    def __init__(self, snap: Snapshot) -> None:
-        self.snap = snap
-        self.cfg = snap.config
-        self.now = snap.now
-        self.pool = NodePool(snap.nodes)
-        self.total = cluster_total(snap.nodes)
-        self.vcs = {q.name: VcLedger(q, q.max if q.max is not None else UNLIMITED)
-                    for q in effective_quotas(snap.vcs, self.total)}
-        self.lenders = [v for v in self.vcs.values() if v.quota.lending_limit is not None]
-        self.used_all = ZERO  # what the schedulable nodes use, plus what this pass admits and plans
-        for n in snap.nodes:
-            if n.schedulable:
-                self.used_all = self.used_all + n.used
-        for job in snap.running:
-            self._add_running(job)
-        self.planner = Planner(self.pool, self.vcs, snap.running, now=self.now,
-                               min_run_seconds=self.cfg.min_run_seconds)
+    def __init__(self, state: State, pending: Iterable[PendingJob], now: float,
+                 no_plan: dict[Memo, WaitingReason | None] | None = None) -> None:
+        self.state = state
+        self.cfg = state.cfg
+        self.now = now
+        self.pending = list(pending)
+        self.pool = state.pool
+        self.total = state.total
+        self.vcs = state.vcs
+        self.lenders = state.lenders
+        self.planner = Planner(self.pool, self.vcs, state.index, now=now, min_run_seconds=self.cfg.min_run_seconds)
         total = self.total.gpu if self.total.gpu > 0 else self.total.cpu
         self.budget = total * self.cfg.max_preemption_fraction if self.cfg.max_preemption_fraction < 1 else None
         self.preempted = 0  # GPUs (CPUs on a CPU-only cluster) preempted in this pass
         self.admissions: list[Admission] = []
+        self.admitted: list[tuple[PendingJob, list[Taken]]] = []
         self.preemptions: list[Preemption] = []
         self.planned: dict[str, Admission] = {}
+        self.planned_jobs: list[PendingJob] = []
+        self.holds: list[Hold] = []
         self.reasons: dict[str, WaitingReason] = {}
         self.reserved: dict[str, list[int]] = {}
-        self.pending_keys = {j.key for j in snap.pending}
-        self._gangs: dict[str, Gang] = {}
-        self._empty: NodePool | None = None
-        self._never: dict[Memo, WaitingReason | None] = {}
+        self.pending_keys = {j.key for j in self.pending}
         # Failures stay failures for the rest of the pass (capacity, victims and budget only shrink), so jobs
         # of the same shape and priority are answered from these memos.
         self._no_fit: dict[Memo, WaitingReason] = {}
-        self._no_plan: dict[Memo, WaitingReason | None] = {}
-
-    def _add_running(self, job: RunningJob) -> None:
-        exclusive = self.cfg.whole_nodes_for_multi_node_gpu and sum(1 for t, _ in job.tasks if t.resources.gpu) >= 2
-        for _, node in job.tasks:  # NodeView.used already counts the task's resources
-            i = self.pool.index.get(node)
-            if i is None:
-                continue
-            self.pool.tasks_on[i] += 1
-            if exclusive:
-                self.pool.close(i)
-        request = job.request
-        vc = self.vcs.get(job.vc)
-        if vc is not None:
-            vc.add(job.user, request)
-            if job.preempting:
-                vc.mark_leaving(request)
+        self._no_plan: dict[Memo, WaitingReason | None] = {} if no_plan is None else no_plan
 
     def gang(self, job: PendingJob) -> Gang:
-        g = self._gangs.get(job.key)
-        if g is None:
-            g = self._gangs[job.key] = Gang.of(job.tasks, self.cfg.whole_nodes_for_multi_node_gpu)
-        return g
+        return self.state.gang(job)
 
     # ---- the pass ------------------------------------------------------------------------------------------
 
     def run(self) -> Decision:
-        queue = sorted(self.snap.pending, key=queue_key)
+        queue = sorted(self.pending, key=queue_key)
         self._reserve_starving(queue)
         self._queues: dict[str, list[PendingJob]] = {}
         for job in queue:
@@ -169,19 +144,13 @@ class Round:
 
     def _admit(self, job: PendingJob, vc: VcLedger, gang: Gang, taken: list[Taken]) -> None:
         vc.add(job.user, gang.request)
-        self.used_all = self.used_all + gang.request
+        self.state.used_all = self.state.used_all + gang.request
         self.admissions.append(to_admission(self.pool, job.key, taken))
+        self.admitted.append((job, taken))
         self._drop_reservation(job.key)
 
     def _never_fits(self, gang: Gang) -> WaitingReason | None:
-        if gang.key not in self._never:
-            if self._empty is None:
-                self._empty = NodePool(self.snap.nodes, empty=True)
-            taken = place(self._empty, gang, "", 0)
-            self._never[gang.key] = explain_never_fits(self._empty, gang) if taken is None else None
-            if taken is not None:
-                release(self._empty, taken)
-        return self._never[gang.key]
+        return self.state.never_fits(gang)
 
     def _lending_ok(self, vc: VcLedger, request: Resources) -> bool:
         """Borrowing may not use idle guarantee that another VC does not lend (its lendingLimit)."""
@@ -191,7 +160,7 @@ class Round:
         for v in self.lenders:
             if v is not vc:
                 held_back = held_back + v.held_back()
-        free = self.total - self.used_all - request
+        free = self.total - self.state.used_all - request
         return held_back.fits_in(free.clamp0()) and not free.is_negative()
 
     # ---- preemption and reservations -----------------------------------------------------------------------
@@ -222,10 +191,11 @@ class Round:
         return waiting_for_victims(len(plan.victims), self.planned[job.key])
 
     def _commit(self, job: PendingJob, gang: Gang, vc: VcLedger, plan: Plan, cost: int) -> None:
-        self.planner.commit(plan, gang)
+        self.holds.extend(self.planner.commit(plan, gang))
         self.preempted += cost
         vc.add(job.user, gang.request)
-        self.used_all = self.used_all + gang.request
+        self.state.used_all = self.state.used_all + gang.request
+        self.planned_jobs.append(job)
         for v in plan.new_victims:
             source = self.vcs.get(v.job.vc)
             if source is not None:
@@ -256,6 +226,19 @@ class Round:
             held = reserve(self.pool, gang, job.key, job.priority)
             if held:
                 self.reserved[job.key] = held
+
+    def undo(self) -> None:
+        """Give back what the pass held only for itself: planned placements, their VC usage, reservations."""
+        undo_holds(self.pool, self.holds)
+        self.holds = []
+        for job in self.planned_jobs:
+            request = self.gang(job).request
+            self.vcs[job.vc].remove(job.user, request)
+            self.state.used_all = self.state.used_all - request
+        self.planned_jobs = []
+        for key in list(self.reserved):
+            unreserve(self.pool, key)
+        self.reserved = {}
 
     def _drop_reservation(self, job: str) -> None:
         if self.reserved.pop(job, None) is not None and unreserve(self.pool, job):

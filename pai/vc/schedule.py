@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pai.vc.round import Round
 from pai.vc.snapshot import Decision, Snapshot
+from pai.vc.state import State
 
 
 def schedule(snapshot: Snapshot) -> Decision:
     """Admit what fits (best fit, whole gangs), preempt where policy allows, explain every job that waits."""
-    return Round(snapshot).run()
+    return Round(State(snapshot), snapshot.pending, snapshot.now).run()

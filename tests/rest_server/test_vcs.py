@@ -138,3 +138,26 @@ async def test_priority_classes_and_changes(api: Api) -> None:
     status, body = await api.call("POST", "/api/v2/jobs", body=job("q", priority="crit"),
                                   content_type="application/json")
     assert status == 400 and body["code"] == "InvalidProtocolError"
+
+
+async def test_openpai_capacity_change_keeps_the_rest_of_the_definition(api: Api) -> None:
+    await add_node(api)
+    await api.call("PUT", "/api/v2/virtual-clusters/dev",
+                   json_body={"guaranteed": {"gpu": 2}, "preemption": {"reclaim": "Never"}, "strictFifo": True})
+    status, _ = await api.call("PUT", "/api/v1/virtual-clusters/dev", json_body={"vcCapacity": 50})
+    assert status == 201
+    _, vc = await api.call("GET", "/api/v2/virtual-clusters/dev")
+    assert vc["capacity"] == 50.0 and vc["preemption"]["reclaim"] == "Never" and vc["strictFifo"] is True
+
+
+async def test_config_stays_readable_after_its_priority_class_is_gone(api: Api) -> None:
+    from pai.store import vcs as store_vcs
+
+    with api.client.app[DB].session() as s:
+        store_vcs.put_setting(s, "priorityClasses", {"crit": 200})
+    status, _ = await api.call("POST", "/api/v2/jobs", body=job("c", priority="crit"), content_type="application/json")
+    assert status == 202
+    with api.client.app[DB].session() as s:
+        store_vcs.put_setting(s, "priorityClasses", {})
+    status, config = await api.call("GET", "/api/v2/jobs/admin~c/config")
+    assert status == 200 and config["extras"]["hivedScheduler"]["jobPriorityClass"] == "crit"

@@ -1,0 +1,121 @@
+"""What a scheduling pass starts from: free capacity per node, usage per VC, the running jobs indexed as victims.
+
+``schedule`` builds one per snapshot; ``IncrementalScheduler`` keeps one between passes and applies changes."""
+
+from __future__ import annotations
+
+from pai.domain.resources import ZERO, Resources
+from pai.vc.capacity import NodePool
+from pai.vc.explain import explain_never_fits
+from pai.vc.gang import Gang
+from pai.vc.ledger import VcLedger
+from pai.vc.placement import place, release
+from pai.vc.policy import SchedulerConfig
+from pai.vc.quota import cluster_total, effective_quotas
+from pai.vc.snapshot import PendingJob, RunningJob, Snapshot, WaitingReason
+from pai.vc.victims import VictimIndex
+
+UNLIMITED = Resources(10**15, 10**15, 10**18)
+
+
+class State:
+    def __init__(self, snap: Snapshot) -> None:
+        self.nodes = snap.nodes
+        self.cfg: SchedulerConfig = snap.config
+        self.pool = NodePool(snap.nodes)
+        self.total = cluster_total(snap.nodes)
+        self.vcs = {q.name: VcLedger(q, q.max if q.max is not None else UNLIMITED)
+                    for q in effective_quotas(snap.vcs, self.total)}
+        self.lenders = [v for v in self.vcs.values() if v.quota.lending_limit is not None]
+        self.used_all = ZERO  # what the schedulable nodes use, plus what passes admit and plan
+        for n in snap.nodes:
+            if n.schedulable:
+                self.used_all = self.used_all + n.used
+        self.index = VictimIndex(snap.running, self.pool.index)
+        self.exclusive_tasks: dict[int, int] = {}  # node -> tasks of whole-node jobs on it
+        for job in snap.running:
+            self._count(job, on_nodes=False)
+        self.gangs: dict[str, Gang] = {}
+        self._empty: NodePool | None = None
+        self._never: dict[object, WaitingReason | None] = {}
+
+    def gang(self, job: PendingJob) -> Gang:
+        g = self.gangs.get(job.key)
+        if g is None:
+            g = self.gangs[job.key] = Gang.of(job.tasks, self.cfg.whole_nodes_for_multi_node_gpu)
+        return g
+
+    def never_fits(self, gang: Gang) -> WaitingReason | None:
+        """Why the gang could not fit even on the empty cluster, or None."""
+        if gang.key not in self._never:
+            if self._empty is None:
+                self._empty = NodePool(self.nodes, empty=True)
+            taken = place(self._empty, gang, "", 0)
+            self._never[gang.key] = explain_never_fits(self._empty, gang) if taken is None else None
+            if taken is not None:
+                release(self._empty, taken)
+        return self._never[gang.key]
+
+    def exclusive(self, job: RunningJob) -> bool:
+        return self.cfg.whole_nodes_for_multi_node_gpu and sum(1 for t, _ in job.tasks if t.resources.gpu) >= 2
+
+    def _count(self, job: RunningJob, *, on_nodes: bool) -> None:
+        """Add a running job's usage; ``on_nodes``: also take its resources on the nodes (NodeView.used of a
+        snapshot already has them)."""
+        exclusive = self.exclusive(job)
+        for task, node in job.tasks:
+            i = self.pool.index.get(node)
+            if i is None:
+                continue
+            if on_nodes:
+                r = task.resources
+                self.pool.take(i, r.gpu, r.cpu, r.memory_mb, 0)
+            else:
+                self.pool.tasks_on[i] += 1
+            if exclusive:
+                self.pool.close(i)
+                self.exclusive_tasks[i] = self.exclusive_tasks.get(i, 0) + 1
+        vc = self.vcs.get(job.vc)
+        if vc is not None:
+            vc.add(job.user, job.request)
+            if job.preempting:
+                vc.mark_leaving(job.request)
+
+    # ---- changes between passes (IncrementalScheduler) ------------------------------------------------------
+
+    def started(self, job: RunningJob) -> None:
+        """A job admitted by a pass now runs: its capacity and VC usage were already taken by the pass."""
+        self.index.add(job)
+        if self.exclusive(job):
+            for _, node in job.tasks:
+                i = self.pool.index[node]
+                self.exclusive_tasks[i] = self.exclusive_tasks.get(i, 0) + 1
+
+    def preempting(self, job: RunningJob) -> None:
+        """A victim chosen by a pass is being stopped (its VC already counts it as leaving)."""
+        self.index.remove(job.key)
+        self.index.add(job)
+
+    def finished(self, key: str) -> RunningJob | None:
+        """A running job exited: its capacity and VC usage are free."""
+        job = self.index.remove(key)
+        if job is None:
+            return None
+        exclusive = self.exclusive(job)
+        for task, node in job.tasks:
+            i = self.pool.index.get(node)
+            if i is not None:
+                r = task.resources
+                self.pool.give(i, r.gpu, r.cpu, r.memory_mb, task.ports)
+                if exclusive:
+                    self.exclusive_tasks[i] -= 1
+                    if not self.exclusive_tasks[i]:
+                        self.pool.reopen(i)
+                if self.nodes[i].schedulable:
+                    self.used_all = self.used_all - r
+        vc = self.vcs.get(job.vc)
+        if vc is not None:
+            vc.remove(job.user, job.request)
+            if job.preempting:
+                vc.unmark_leaving(job.request)
+        return job

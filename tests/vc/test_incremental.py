@@ -1,0 +1,84 @@
+"""IncrementalScheduler: its first pass is schedule(); after events its state matches a rebuilt one."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_properties import _check, snapshots
+from vc_builders import admitted, job, node, running, snap
+
+from pai.domain.resources import ZERO, Resources
+from pai.vc import Snapshot, schedule
+from pai.vc.incremental import IncrementalScheduler
+from pai.vc.state import State
+
+
+def _equivalent(s: Snapshot, inc: IncrementalScheduler) -> Snapshot:
+    """The snapshot a launcher would build now: nodes' used and free ports from the jobs that run."""
+    ports = Counter[str]()
+    for r in s.running:
+        for t, n in r.tasks:
+            ports[n] += t.ports  # the original free_ports already left these out
+    used: dict[str, Resources] = {}
+    for r in inc.running.values():
+        for t, n in r.tasks:
+            used[n] = used.get(n, ZERO) + t.resources
+            ports[n] -= t.ports
+    nodes = tuple(replace(n, used=used.get(n.name, ZERO), free_ports=n.free_ports + ports[n.name]) for n in s.nodes)
+    return replace(s, nodes=nodes, running=tuple(inc.running.values()), pending=tuple(inc.pending.values()))
+
+
+def _same_state(a: State, b: State) -> None:
+    for attr in ("free_gpu", "free_cpu", "free_mem", "free_ports", "tasks_on", "open"):
+        assert getattr(a.pool, attr) == getattr(b.pool, attr), attr
+    for name, v in a.vcs.items():
+        w = b.vcs[name]
+        assert (v.used, v.leaving) == (w.used, w.leaving), name
+        assert {u: g for u, g in v.user_gpu.items() if g} == {u: g for u, g in w.user_gpu.items() if g}, name
+    assert a.used_all == b.used_all
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(snapshots(), st.data())
+def test_state_after_events_matches_a_rebuilt_one(s: Snapshot, data: st.DataObject) -> None:
+    inc = IncrementalScheduler(s)
+    first = inc.schedule(s.now)
+    assert first == schedule(s)
+    now = s.now
+    for step in range(data.draw(st.integers(1, 4))):
+        now += 10
+        keys = sorted(inc.running)
+        for key in data.draw(st.lists(st.sampled_from(keys), unique=True, max_size=3)) if keys else []:
+            inc.finished(key)
+        if inc.pending and data.draw(st.booleans()):
+            inc.cancel(data.draw(st.sampled_from(sorted(inc.pending))))
+        if data.draw(st.booleans()) and s.pending:
+            inc.submit(replace(data.draw(st.sampled_from(s.pending)), key=f"new{step}", submitted_at=now))
+        before = _equivalent(s, inc)
+        _same_state(inc.state, State(before))
+        d = inc.schedule(now)
+        _check(replace(before, now=now), d)
+    _same_state(inc.state, State(_equivalent(s, inc)))
+
+
+def test_a_finished_job_makes_room_for_a_waiting_one() -> None:
+    inc = IncrementalScheduler(snap([node("n0", 8)], [job("a", 6, at=0), job("b", 4, at=1)]))
+    assert set(admitted(inc.schedule(100))) == {"a"}
+    assert set(admitted(inc.schedule(101))) == set()
+    inc.finished("a")
+    assert admitted(inc.schedule(102)) == {"b": {"main-0": "n0"}}
+    assert set(inc.running) == {"b"} and not inc.pending
+
+
+def test_victims_become_jobs_being_stopped_for_their_preemptor() -> None:
+    inc = IncrementalScheduler(snap([node("n0", 8)], [job("p", 8, priority=100)], [running("low", "n0", 8)]))
+    d = inc.schedule(100)
+    assert [(x.victim, x.preemptor) for x in d.preemptions] == [("low", "p")]
+    assert (inc.running["low"].preempting, inc.running["low"].preempted_by) == (True, "p")
+    again = inc.schedule(101)  # no second preemption while the victim exits
+    assert not again.preemptions and again.waiting["p"].code == "WaitingForPreemption"
+    inc.finished("low")
+    assert admitted(inc.schedule(102)) == {"p": {"main-0": "n0"}}
