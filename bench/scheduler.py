@@ -29,11 +29,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pai.domain.resources import Resources  # noqa: E402
-from pai.vc import NodeView, PendingJob, RunningJob, Snapshot, TaskRequest, VcQuota, schedule  # noqa: E402
-from pai.vc.incremental import IncrementalScheduler  # noqa: E402
-from pai.vc.round import Round  # noqa: E402
-from pai.vc.state import State  # noqa: E402
+from pai.domain.resources import Resources
+from pai.vc import NodeView, PendingJob, RunningJob, Snapshot, TaskRequest, VcQuota, schedule
+from pai.vc.incremental import IncrementalScheduler
+from pai.vc.round import Round
+from pai.vc.state import State
 
 NODES, GPUS, CPUS, MEM = 5_000, 8, 64, 512_000
 VCS = 50
@@ -51,7 +51,7 @@ class Cluster:
         self.running: list[RunningJob] = []
         self.pending: list[PendingJob] = []
         g = Resources(GPUS * NODES // VCS, CPUS * NODES // VCS, MEM * NODES // VCS)
-        self.vcs = tuple(VcQuota(f"vc{i}", g) for i in range(VCS)) + (VcQuota("default"),)
+        self.vcs = (*(VcQuota(f"vc{i}", g) for i in range(VCS)), VcQuota("default"))
 
     def vc(self, among: range = range(VCS)) -> str:
         return f"vc{self.rnd.choice(among)}"
@@ -66,8 +66,9 @@ class Cluster:
 
     def run_single(self, node: int, vc: str | None = None) -> None:
         self.free[node] -= 1
+        task = ((TaskRequest("main", 0, ONE), f"node-{node}"),)
         self.running.append(RunningJob(f"rs{len(self.running)}", vc or self.vc(), "u", self.rnd.choice(PRIORITIES),
-                                       float(self.rnd.randrange(1000)), ((TaskRequest("main", 0, ONE), f"node-{node}"),)))
+                                       float(self.rnd.randrange(1000)), task))
 
     def submit(self, gang: bool, vc: str | None = None, at: float | None = None) -> PendingJob:
         tasks = tuple(TaskRequest("worker", k, WHOLE) for k in range(8)) if gang else (TaskRequest("main", 0, ONE),)
@@ -140,22 +141,23 @@ def throughput(c: Cluster, repeat: int) -> tuple[float, int]:
 
 
 def incremental(c: Cluster, events: int) -> dict[str, list[float]]:
+    """Pass latency after each kind of event, on the mixed cluster after a first full pass."""
     snap = c.snapshot()
     inc = IncrementalScheduler(snap)
     inc.schedule(snap.now)
+    out: dict[str, list[float]] = {"job finishes": [], "1-GPU job arrives": [], "gang arrives": []}
     now = snap.now
-    out: dict[str, list[float]] = {"1-GPU job arrives": [], "gang arrives": [], "job finishes": []}
     for k in range(events):
-        now += 1
-        inc.submit(replace(c.submit(gang=False), submitted_at=now))
-        out["1-GPU job arrives"].append(timed(lambda: inc.schedule(now))[0])
-        now += 1
-        inc.submit(replace(c.submit(gang=True), submitted_at=now))
-        out["gang arrives"].append(timed(lambda: inc.schedule(now))[0])
-        now += 1
-        running = sorted(inc.running)
-        inc.finished(running[(k * 7919) % len(running)])
-        out["job finishes"].append(timed(lambda: inc.schedule(now))[0])
+        for event in out:
+            now += 1
+            if event == "job finishes":
+                running = sorted(inc.running)
+                inc.finished(running[(k * 7919) % len(running)])
+            else:
+                inc.submit(replace(c.submit(gang=event == "gang arrives"), submitted_at=now))
+            t = time.perf_counter()
+            inc.schedule(now)
+            out[event].append(time.perf_counter() - t)
     return out
 
 
@@ -171,7 +173,7 @@ def preemption_latencies(c: Cluster) -> tuple[list[float], int]:
         seconds.append(time.perf_counter() - t)
         return out
 
-    r.planner.plan = timed_plan  # type: ignore[method-assign]
+    r.planner.plan = timed_plan  # type: ignore[method-assign,assignment]
     d = r.run()
     return seconds, len(d.preemptions)
 

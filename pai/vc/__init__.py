@@ -1,5 +1,8 @@
 """The scheduler: a pure function of a snapshot. No I/O, no asyncio, no clock (``now`` is an input)."""
 
+from pai.vc.incremental import IncrementalScheduler
+from pai.vc.policy import PreemptionPolicy, Reclaim, SchedulerConfig, WhileBorrowing, WithinVc
+from pai.vc.reasons import WaitCode
 from pai.vc.schedule import schedule
 from pai.vc.snapshot import (
     Admission,
@@ -18,14 +21,21 @@ from pai.vc.snapshot import (
 __all__ = [
     "Admission",
     "Decision",
+    "IncrementalScheduler",
     "NodeView",
     "PendingJob",
     "Placement",
     "Preemption",
+    "PreemptionPolicy",
+    "Reclaim",
     "RunningJob",
+    "SchedulerConfig",
     "Snapshot",
     "TaskRequest",
     "VcQuota",
+    "WaitCode",
     "WaitingReason",
+    "WhileBorrowing",
+    "WithinVc",
     "schedule",
 ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from pai.vc.capacity import NodePool
 from pai.vc.gang import Gang, Need
 from pai.vc.reasons import WaitCode
@@ -70,17 +72,15 @@ def _held_count(pool: NodePool, need: Need, job: str, priority: int, exclusive: 
 def _single(pool: NodePool, need: Need, code: WaitCode, *, never: bool, exclusive: bool) -> WaitingReason:
     """Why no node at all can take one task of this kind: the first resource that is short."""
     free = "" if never else " free"
-    matching = [i for i in range(len(pool.names))
-                if pool.open[i] and pool.matches(i, need.gpu_type, need.selector)]
-    if not matching:
+    best = next(_matching(pool, need, -(2**62)), None)
+    if best is None:
         return code.reason(f"no schedulable node{_type_text(need)}", role=need.role, gpuType=need.gpu_type)
-    best = _argmax(matching, pool.free_gpu)
     if pool.free_gpu[best] < need.gpu:
         return code.reason(
             f"no node has {_gpus(need.gpu, free)}{_type_text(need)} (largest{free}: {pool.free_gpu[best]} on "
             f"{pool.names[best]})",
             role=need.role, needGpu=need.gpu, largestFreeGpu=pool.free_gpu[best], node=pool.names[best])
-    enough = [i for i in matching if pool.free_gpu[i] >= need.gpu]
+    enough = list(_matching(pool, need, need.gpu))
     on_gpu = f" on one node with {_gpus(need.gpu, free)}" if need.gpu > 0 else " on one node"
     for label, unit, want, have in (("CPU", "CPU", need.cpu, pool.free_cpu), ("memory", "MB", need.mem, pool.free_mem),
                                     ("ports", "ports", need.ports, pool.free_ports)):
@@ -93,6 +93,15 @@ def _single(pool: NodePool, need: Need, code: WaitCode, *, never: bool, exclusiv
         return code.reason(f"needs a whole idle node{_type_text(need)} for each GPU task; none is idle",
                            role=need.role)
     return code.reason(f"no node has {need.describe()}{free} at once", role=need.role)
+
+
+def _matching(pool: NodePool, need: Need, min_gpu: int) -> Iterator[int]:
+    """Open nodes of the need's type and labels with at least ``min_gpu`` free GPUs, most free first."""
+    for i in pool.emptiest(need.gpu_type):
+        if pool.free_gpu[i] < min_gpu:
+            return
+        if not need.selector or pool.matches(i, None, need.selector):
+            yield i
 
 
 def _argmax(nodes: list[int], amounts: list[int]) -> int:

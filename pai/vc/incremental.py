@@ -23,6 +23,8 @@ class IncrementalScheduler:
         self.state = State(snapshot)
         self.pending: dict[str, PendingJob] = {j.key: j for j in snapshot.pending}
         self._no_plan: dict[Memo, WaitingReason | None] = {}
+        self._waiting: dict[str, WaitingReason] = {}  # reasons of the last pass, for jobs it did not plan
+        self._freed = True  # capacity or claims freed since the last pass: every waiting job is reconsidered
 
     @property
     def running(self) -> dict[str, RunningJob]:
@@ -32,16 +34,26 @@ class IncrementalScheduler:
         self.pending[job.key] = job
 
     def cancel(self, key: str) -> None:
+        """A pending job is withdrawn (jobs being stopped for it may now serve others)."""
         self.pending.pop(key, None)
         self.state.gangs.pop(key, None)
+        self._freed = True
 
     def finished(self, key: str) -> None:
+        """A running job exited (victims included): its capacity is free."""
         job = self.state.finished(key)
         if job is not None:  # its VC uses less: its waiting jobs may now reclaim
             self._no_plan = {k: v for k, v in self._no_plan.items() if k[0] != job.vc}
+            self._freed = True
 
-    def schedule(self, now: float) -> Decision:
-        r = Round(self.state, self.pending.values(), now, self._no_plan)
+    def schedule(self, now: float, *, full: bool = False) -> Decision:
+        """One pass. Only arrivals since the last pass: only the new jobs (and jobs waiting for their victims)
+        are considered; others keep their reasons, since nothing they need was freed. ``full``: reconsider
+        every job and retry every victim search, like ``schedule(snapshot)``."""
+        if full:
+            self._no_plan = {}
+        known = None if full or self._freed else {k: v for k, v in self._waiting.items() if k in self.pending}
+        r = Round(self.state, self.pending.values(), now, self._no_plan, known)
         decision = r.run()
         r.undo()
         for job, taken in r.admitted:
@@ -54,5 +66,7 @@ class IncrementalScheduler:
             victim = self.state.index.jobs[p.victim]
             self.state.preempting(replace(victim, preempting=True, preempted_by=p.preemptor))
         # only "no allowed victims" outlives the pass; a budget that ran out is renewed every pass
-        self._no_plan = {k: v for k, v in self._no_plan.items() if v is None}
+        self._no_plan.update((k, v) for k, v in r.failed_searches().items() if v is None)
+        self._waiting = {k: v for k, v in decision.waiting.items() if k not in decision.planned}
+        self._freed = False
         return decision

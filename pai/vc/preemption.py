@@ -21,14 +21,15 @@ from pai.vc.order import always_borrows
 from pai.vc.placement import Taken, hold, place, release
 from pai.vc.policy import Reclaim, WithinVc
 from pai.vc.snapshot import PendingJob, RunningJob
-from pai.vc.victims import VictimIndex
+from pai.vc.victims import OnNode, VictimIndex
 
 IN_FLIGHT = "in-flight"  # a job already being stopped: no new preemption, its capacity is claimed
 RECLAIM = "reclaim"
 WHILE_BORROWING = "while-borrowing"
 WITHIN_VC = "within-vc"
-EXAMINE_NODES = 256  # nodes looked at per task before giving up (keeps a decision in milliseconds)
+EXAMINE_NODES = 128  # nodes looked at per task before giving up (keeps a decision in milliseconds)
 ENOUGH_CHOICES = 4  # feasible nodes priced per task before the cheapest is taken
+HINTS = 64  # nodes of jobs being stopped looked at first
 Hold = tuple[int, int, int, int, int, bool]  # node, gpu, cpu, memory, ports held; node closed
 
 
@@ -133,10 +134,15 @@ class Planner:
         allow_new = not self.own_in_flight(job.key) and self.may_preempt(vc, reclaim_ok)
         s = _Search(job, gang, vc, pending, reclaim_ok, allow_new)
         index = self.pool.index
-        s.hints = list(dict.fromkeys(index[n] for r in self.own_in_flight(job.key) for _, n in r.tasks if n in index))
+        own = self.own_in_flight(job.key)
+        if not allow_new and not own:
+            return None  # nothing it may preempt, nothing being stopped for it
+        # look first where jobs are being stopped: for this job, then for nobody
+        flight = own if own else [r for r in self.index.in_flight_for_nobody(pending) if r.key not in self.claimed]
+        s.hints = list(dict.fromkeys(index[n] for r in flight for _, n in r.tasks if n in index))[:HINTS]
         taken: list[Taken] = []
         ok = self._make_quota_room(s) and self._find_nodes(s, taken)
-        if ok:
+        if ok and allow_new:  # victims already being stopped for this job are its own: nothing to give back
             taken = self._prune(s, taken)
         release(self.pool, taken)
         for v in reversed(s.chosen):
@@ -188,10 +194,13 @@ class Planner:
         best: tuple[tuple[object, ...], int, list[tuple[RunningJob, str]]] | None = None
         feasible = 0
         dead = s.dead.setdefault(need.kind, set())
-        for examined, i in enumerate(chain(s.hints, pool.emptiest(need.gpu_type))):
+        # a job that may preempt nothing new only looks where its own victims are being stopped
+        nodes = chain(s.hints, pool.emptiest(need.gpu_type)) if s.allow_new else iter(s.hints)
+        for examined, i in enumerate(nodes):
             if examined >= EXAMINE_NODES or feasible >= ENOUGH_CHOICES:
                 break
-            if (i in dead or pool.total_gpu[i] < need.gpu or pool.total_cpu[i] < need.cpu
+            if (i in dead or not pool.open[i] or (need.gpu_type is not None and pool.gpu_type[i] != need.gpu_type)
+                    or pool.total_gpu[i] < need.gpu or pool.total_cpu[i] < need.cpu
                     or pool.total_mem[i] < need.mem or (need.selector and not pool.matches(i, None, need.selector))
                     or (pool.held and self._held(i, s))):
                 continue
@@ -219,31 +228,36 @@ class Planner:
         pool = self.pool
         g, c, m, p = pool.free_gpu[i], pool.free_cpu[i], pool.free_mem[i], pool.free_ports[i]
         tasks = pool.tasks_on[i]
+        rest = pool.total_gpu[i] - g  # GPUs the node's other jobs hold: all that freeing could add
         exclusive = s.gang.exclusive
         local: dict[str, Resources] = {}
         picked: list[tuple[RunningJob, str]] = []
-        name = pool.names[i]
-        jobs = self.index.on_node(i)
         own = s.vc.name
-        ordered = [r for r in jobs if r.vc != own or r.preempting]
-        ordered += [r for r in jobs if r.vc == own and not r.preempting]
-        for r in ordered:
-            if g >= need.gpu and c >= need.cpu and m >= need.mem and p >= need.ports and not (exclusive and tasks):
+        later: list[OnNode] = []
+        done = False
+        for phase in (self.index.on_node(i), later):  # other VCs' jobs (and jobs being stopped) first
+            for entry in phase:
+                r, jg, jc, jm, jt = entry
+                if phase is not later and r.vc == own and not r.preempting:
+                    later.append(entry)
+                    continue
+                if g >= need.gpu and c >= need.cpu and m >= need.mem and p >= need.ports and not (exclusive and tasks):
+                    done = True
+                    break
+                rest -= jg
+                if r.key in s.keys or r.key in self.claimed:
+                    continue
+                rule = self.rule(r, s, local)
+                if rule is None:
+                    if exclusive or g + rest < need.gpu:
+                        return None  # what is left on the node cannot make room
+                    continue
+                picked.append((r, rule))
+                if rule != IN_FLIGHT:
+                    local[r.vc] = local.get(r.vc, ZERO) + r.request
+                g, c, m, tasks = g + jg, c + jc, m + jm, tasks - jt
+            if done:
                 break
-            if r.key in s.keys or r.key in self.claimed:
-                continue
-            rule = self.rule(r, s, local)
-            if rule is None:
-                if exclusive:
-                    return None
-                continue
-            picked.append((r, rule))
-            if rule != IN_FLIGHT:
-                local[r.vc] = local.get(r.vc, ZERO) + r.request
-            for t, n in r.tasks:
-                if n == name:
-                    g, c, m = g + t.resources.gpu, c + t.resources.cpu, m + t.resources.memory_mb
-                    tasks -= 1
         fits = g >= need.gpu and c >= need.cpu and m >= need.mem and p >= need.ports
         if exclusive:
             fits = fits and tasks == 0 and g == pool.total_gpu[i] and c == pool.total_cpu[i]

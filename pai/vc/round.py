@@ -27,7 +27,8 @@ class Round:
     itself (planned placements, reservations) is listed in ``holds`` and ``reserved`` so it can be undone."""
 
     def __init__(self, state: State, pending: Iterable[PendingJob], now: float,
-                 no_plan: dict[Memo, WaitingReason | None] | None = None) -> None:
+                 no_plan: dict[Memo, WaitingReason | None] | None = None,
+                 known: dict[str, WaitingReason] | None = None) -> None:
         self.state = state
         self.cfg = state.cfg
         self.now = now
@@ -47,12 +48,16 @@ class Round:
         self.planned_jobs: list[PendingJob] = []
         self.holds: list[Hold] = []
         self.reasons: dict[str, WaitingReason] = {}
+        # jobs known to wait (IncrementalScheduler, when nothing freed since): their reason stands
+        self.known = known or {}
         self.reserved: dict[str, list[int]] = {}
         self.pending_keys = {j.key for j in self.pending}
         # Failures stay failures for the rest of the pass (capacity, victims and budget only shrink), so jobs
         # of the same shape and priority are answered from these memos.
         self._no_fit: dict[Memo, WaitingReason] = {}
-        self._no_plan: dict[Memo, WaitingReason | None] = {} if no_plan is None else no_plan
+        self._no_plan: dict[Memo, WaitingReason | None] = {}
+        # failed searches of earlier passes (IncrementalScheduler): read here, kept by the caller
+        self.no_plan_kept: dict[Memo, WaitingReason | None] = {} if no_plan is None else no_plan
 
     def gang(self, job: PendingJob) -> Gang:
         return self.state.gang(job)
@@ -81,7 +86,9 @@ class Round:
             job = jobs[self._next[name]]
             self._next[name] += 1
             vc = self.vcs[name]
-            if not self._consider(job, vc, borrowing=borrowing) and vc.quota.strict_fifo:
+            known = self.known.get(job.key)
+            admitted = self._wait(job, known) if known is not None else self._consider(job, vc, borrowing=borrowing)
+            if not admitted and vc.quota.strict_fifo:
                 for later in jobs[self._next[name]:]:
                     self._wait_fifo(later)
                 self._next[name] = len(jobs)
@@ -169,10 +176,14 @@ class Round:
         """Plan the job behind victims; the reason it then waits with, or None when no plan is allowed."""
         own = self.planner.own_in_flight(job.key)
         newer = job.submitted_at if vc.quota.preemption.within_vc is WithinVc.LOWER_OR_NEWER_EQUAL_PRIORITY else 0.0
-        memo = (vc.name, gang.key, job.priority, newer)
-        special = bool(own) or job.key in self.reserved
-        if memo in self._no_plan and not special:
-            return self._no_plan[memo]
+        # a job holding a reservation may use its held nodes: its searches are its own
+        memo = (vc.name, gang.key, job.priority, newer, job.key if job.key in self.reserved else "")
+        special = bool(own)
+        if not special:
+            if memo in self._no_plan:
+                return self._no_plan[memo]
+            if memo in self.no_plan_kept:
+                return self.no_plan_kept[memo]
         plan = self.planner.plan(job, gang, vc, self.pending_keys)
         if plan is None:
             result = waiting_for_victims(len(own), None) if own else None
@@ -227,6 +238,10 @@ class Round:
             if held:
                 self.reserved[job.key] = held
 
+    def failed_searches(self) -> dict[Memo, WaitingReason | None]:
+        """Victim searches of this pass that found no allowed plan, by (VC, shape, priority, newer)."""
+        return dict(self._no_plan)
+
     def undo(self) -> None:
         """Give back what the pass held only for itself: planned placements, their VC usage, reservations."""
         undo_holds(self.pool, self.holds)
@@ -264,5 +279,5 @@ class Round:
             if reason is None:
                 continue
             seen[job.vc] = position = seen.get(job.vc, 0) + 1
-            out[job.key] = with_position(reason, position)
+            out[job.key] = reason if reason.position == position else with_position(reason, position)
         return out

@@ -12,7 +12,7 @@ from pai.vc.ledger import VcLedger
 from pai.vc.placement import place, release
 from pai.vc.policy import SchedulerConfig
 from pai.vc.quota import cluster_total, effective_quotas
-from pai.vc.snapshot import PendingJob, RunningJob, Snapshot, WaitingReason
+from pai.vc.snapshot import PendingJob, RunningJob, Snapshot, TaskRequest, WaitingReason
 from pai.vc.victims import VictimIndex
 
 UNLIMITED = Resources(10**15, 10**15, 10**18)
@@ -36,13 +36,19 @@ class State:
         for job in snap.running:
             self._count(job, on_nodes=False)
         self.gangs: dict[str, Gang] = {}
+        self._shapes: dict[tuple[TaskRequest, ...], Gang] = {}
         self._empty: NodePool | None = None
         self._never: dict[object, WaitingReason | None] = {}
 
     def gang(self, job: PendingJob) -> Gang:
         g = self.gangs.get(job.key)
         if g is None:
-            g = self.gangs[job.key] = Gang.of(job.tasks, self.cfg.whole_nodes_for_multi_node_gpu)
+            g = self._shapes.get(job.tasks)  # jobs of equal tasks share one Gang
+            if g is None:
+                if len(self._shapes) > 10_000:
+                    self._shapes.clear()
+                g = self._shapes[job.tasks] = Gang.of(job.tasks, self.cfg.whole_nodes_for_multi_node_gpu)
+            self.gangs[job.key] = g
         return g
 
     def never_fits(self, gang: Gang) -> WaitingReason | None:

@@ -10,6 +10,9 @@ from collections.abc import Iterable
 
 from pai.vc.snapshot import RunningJob
 
+# a job's share of one node: (job, gpu, cpu, memory, tasks)
+OnNode = tuple[RunningJob, int, int, int, int]
+
 
 def victim_order(job: RunningJob) -> tuple[int, float, str]:
     """Lower priority first, then most recently started first."""
@@ -21,20 +24,34 @@ def _node_order(job: RunningJob) -> tuple[bool, int, float, str]:
     return (not job.preempting, *victim_order(job))
 
 
+def _entry_order(entry: OnNode) -> tuple[bool, int, float, str]:
+    return _node_order(entry[0])
+
+
 class VictimIndex:
     def __init__(self, running: Iterable[RunningJob], node_index: dict[str, int]) -> None:
         self.jobs = {r.key: r for r in running}
         self.node_index = node_index
         self.preempted_for: dict[str, list[RunningJob]] = {}
         for r in self.jobs.values():
-            if r.preempting and r.preempted_by:
+            if r.preempting:  # by the job it was stopped for; "" when not known
                 self.preempted_for.setdefault(r.preempted_by, []).append(r)
         self._by_vc: dict[str, list[RunningJob]] | None = None
-        self._on_node: dict[int, list[RunningJob]] | None = None
+        self._on_node: dict[int, list[OnNode]] | None = None
 
-    def _nodes(self, job: RunningJob) -> list[int]:
+    def _shares(self, job: RunningJob) -> dict[int, list[int]]:
+        """Node index -> [gpu, cpu, memory, tasks] of the job on that node."""
         index = self.node_index
-        return [index[n] for n in dict.fromkeys(node for _, node in job.tasks) if n in index]
+        out: dict[int, list[int]] = {}
+        for t, node in job.tasks:
+            i = index.get(node)
+            if i is not None:
+                acc = out.setdefault(i, [0, 0, 0, 0])
+                acc[0] += t.resources.gpu
+                acc[1] += t.resources.cpu
+                acc[2] += t.resources.memory_mb
+                acc[3] += 1
+        return out
 
     def by_vc(self, vc: str) -> list[RunningJob]:
         """The VC's running jobs that are not being stopped, in victim order."""
@@ -45,35 +62,39 @@ class VictimIndex:
                     self._by_vc.setdefault(r.vc, []).append(r)
         return self._by_vc.get(vc, [])
 
-    def on_node(self, i: int) -> list[RunningJob]:
-        """Jobs with a task on node ``i``: those being stopped first, then in victim order."""
+    def on_node(self, i: int) -> list[OnNode]:
+        """Jobs with a task on node ``i`` and their share of it: jobs being stopped first, then victim order."""
         if self._on_node is None:
             self._on_node = {}
             for r in sorted(self.jobs.values(), key=_node_order):
-                for n in self._nodes(r):
-                    self._on_node.setdefault(n, []).append(r)
+                for n, (g, c, m, k) in self._shares(r).items():
+                    self._on_node.setdefault(n, []).append((r, g, c, m, k))
         return self._on_node.get(i, [])
 
     def in_flight_for(self, job: str) -> list[RunningJob]:
-        return self.preempted_for.get(job, [])
+        return self.preempted_for.get(job, []) if job else []
+
+    def in_flight_for_nobody(self, pending: set[str]) -> list[RunningJob]:
+        """Jobs being stopped for no job that still waits: whoever can use their capacity first gets it."""
+        return [r for by, jobs in self.preempted_for.items() if by not in pending for r in jobs]
 
     # ---- changes -------------------------------------------------------------------------------------------
 
     def add(self, job: RunningJob) -> None:
         self.jobs[job.key] = job
-        if job.preempting and job.preempted_by:
+        if job.preempting:
             self.preempted_for.setdefault(job.preempted_by, []).append(job)
         if self._by_vc is not None and not job.preempting:
             insort(self._by_vc.setdefault(job.vc, []), job, key=victim_order)
         if self._on_node is not None:
-            for n in self._nodes(job):
-                insort(self._on_node.setdefault(n, []), job, key=_node_order)
+            for n, (g, c, m, k) in self._shares(job).items():
+                insort(self._on_node.setdefault(n, []), (job, g, c, m, k), key=_entry_order)
 
     def remove(self, key: str) -> RunningJob | None:
         job = self.jobs.pop(key, None)
         if job is None:
             return None
-        if job.preempting and job.preempted_by:
+        if job.preempting:
             mine = self.preempted_for.get(job.preempted_by, [])
             self.preempted_for[job.preempted_by] = [r for r in mine if r.key != key]
             if not self.preempted_for[job.preempted_by]:
@@ -81,6 +102,6 @@ class VictimIndex:
         if self._by_vc is not None and not job.preempting:
             self._by_vc[job.vc] = [r for r in self._by_vc.get(job.vc, []) if r.key != key]
         if self._on_node is not None:
-            for n in self._nodes(job):
-                self._on_node[n] = [r for r in self._on_node.get(n, []) if r.key != key]
+            for n in self._shares(job):
+                self._on_node[n] = [e for e in self._on_node.get(n, []) if e[0].key != key]
         return job

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
-from vc_builders import admitted, codes, job, node, nodes, running, snap
 
 from pai.vc import Snapshot, schedule
+from tests.vc.vc_builders import admitted, codes, job, node, nodes, running, snap
 
 
 @dataclass

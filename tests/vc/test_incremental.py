@@ -7,13 +7,13 @@ from dataclasses import replace
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_properties import _check, snapshots
-from vc_builders import admitted, job, node, running, snap
 
 from pai.domain.resources import ZERO, Resources
 from pai.vc import Snapshot, schedule
 from pai.vc.incremental import IncrementalScheduler
 from pai.vc.state import State
+from tests.vc.test_properties import _check, snapshots
+from tests.vc.vc_builders import admitted, job, node, running, snap
 
 
 def _equivalent(s: Snapshot, inc: IncrementalScheduler) -> Snapshot:

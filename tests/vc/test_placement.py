@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
-from vc_builders import admitted, job, node, running, snap
 
 from pai.vc import Snapshot, schedule
+from tests.vc.vc_builders import admitted, job, node, running, snap
 
 
 @dataclass

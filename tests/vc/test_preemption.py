@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
-from vc_builders import admitted, codes, job, node, nodes, running, snap, vc, victims
 
 from pai.vc import Snapshot, schedule
 from pai.vc.policy import Reclaim, WithinVc
+from tests.vc.vc_builders import admitted, codes, job, node, nodes, running, snap, vc, victims
 
 
 @dataclass
@@ -136,6 +136,11 @@ CASES = [
          snap([node("n0")], [job("p", 4, priority=100)],
               [running("v", "n0", 4, preempting=True), running("w", "n0", 4)]),
          {}, {"p": {"main-0": "n0"}}, {"p": "WaitingForPreemption"}),
+    Case("capacity being freed for nobody is used before new victims are taken",
+         snap([node("n0"), node("n1"), node("n2")], [job("p", 8, priority=100)],
+              [running("l0", "n0", 8, priority=1), running("l1", "n1", 8, priority=1),
+               running("v", "n2", 8, preempting=True)]),
+         {}, {"p": {"main-0": "n2"}}, {"p": "WaitingForPreemption"}),
     Case("a job that fits now starts even if victims were preempted for it",
          snap([node("n0")], [job("p", 4, priority=100)], [running("v", "n0", 4, preempting=True, preempted_by="p")]),
          {}, admitted={"p"}),

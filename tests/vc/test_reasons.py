@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from vc_builders import job, node, nodes, running, snap, vc
 
 from pai.vc import Snapshot, schedule
 from pai.vc.reasons import WaitCode
+from tests.vc.vc_builders import job, node, nodes, running, snap, vc
 
 
 @dataclass
