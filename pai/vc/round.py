@@ -132,6 +132,9 @@ class Round:
         if not quota_ok:
             return self._wait(job, at_max(vc, request))
         reason = self._no_fit[(gang.key, job.priority)]
+        if (borrowing and reason.code == WaitCode.NO_NODE_FITS.value and not always_borrows(job.priority)
+                and any(v is not vc and not v.within_guarantee(ZERO) for v in self.vcs.values())):
+            reason = _cannot_reclaim(reason, vc, request)
         held = self.reserved.get(job.key)
         if held:
             names = [self.pool.names[i] for i in held]
@@ -281,3 +284,15 @@ class Round:
             seen[job.vc] = position = seen.get(job.vc, 0) + 1
             out[job.key] = reason if reason.position == position else with_position(reason, position)
         return out
+
+
+def _cannot_reclaim(reason: WaitingReason, vc: VcLedger, request: Resources) -> WaitingReason:
+    """Say why capacity other VCs borrowed is not taken back for this job: it would put its VC past its
+    guarantee (reclaim only restores guarantees), on the resources named."""
+    after = vc.settled + request
+    g = vc.guaranteed
+    over = [f"{name} {have}/{limit}" for name, have, limit in (
+        ("GPU", after.gpu, g.gpu), ("CPU", after.cpu, g.cpu), ("MB", after.memory_mb, g.memory_mb)) if have > limit]
+    message = (f"{reason.message}; VC `{vc.name}` would pass its guarantee ({', '.join(over)}), so capacity "
+               "other VCs borrowed is not reclaimed for this job")
+    return WaitingReason(reason.code, message, reason.position, {**reason.figures, "overGuarantee": over})

@@ -57,6 +57,11 @@ CASES = [
          snap(nodes(2), [job("a", 4, user="ann")], [running("r", "node-0", 6, user="ann")],
               [vc("default", user_gpu=8)]),
          "a", "UserLimit", "user ann would use 10 GPUs in VC `default`; the limit is 8"),
+    Case("reclaim does not apply: the job would pass its VC's guarantee (on CPU here)",
+         snap(nodes(1), [job("a", 4, vc="b")], [running("r", "node-0", 8, vc="x")],
+              [vc("x", (0, 0, 0)), vc("b", (4, 0, 0))]),
+         "a", "NoNodeFits", "no node has 4 free GPUs (largest free: 0 on node-0); VC `b` would pass its guarantee "
+         "(CPU 1/0, MB 1024/0), so capacity other VCs borrowed is not reclaimed for this job"),
     Case("unknown VC",
          snap(nodes(1), [job("a", 1, vc="ghost")]),
          "a", "UnknownVc", "virtual cluster `ghost` does not exist"),
