@@ -29,21 +29,32 @@ class VcLedger:
         """What the VC will use once the jobs being preempted have exited."""
         return self.used - self.leaving
 
+    # The checks below run for every waiting job of every pass: they compare field by field rather than
+    # build intermediate Resources values.
+
     def fits_max_now(self, request: Resources) -> bool:
-        return (self.used + request).fits_in(self.max)
+        u, m = self.used, self.max
+        return (u.gpu + request.gpu <= m.gpu and u.cpu + request.cpu <= m.cpu
+                and u.memory_mb + request.memory_mb <= m.memory_mb)
 
     def fits_max_after(self, request: Resources, freed: Resources = ZERO) -> bool:
-        return (self.settled - freed + request).fits_in(self.max)
+        return self._settled_fits(request, freed, self.max)
 
     def within_guarantee(self, request: Resources, freed: Resources = ZERO) -> bool:
-        return (self.settled - freed + request).fits_in(self.guaranteed)
+        return self._settled_fits(request, freed, self.quota.guaranteed)
+
+    def _settled_fits(self, request: Resources, freed: Resources, limit: Resources) -> bool:
+        u, lv = self.used, self.leaving
+        return (u.gpu - lv.gpu - freed.gpu + request.gpu <= limit.gpu
+                and u.cpu - lv.cpu - freed.cpu + request.cpu <= limit.cpu
+                and u.memory_mb - lv.memory_mb - freed.memory_mb + request.memory_mb <= limit.memory_mb)
 
     def above_guarantee_on(self, needed: Resources, freed: Resources = ZERO) -> bool:
         """Above its guarantee on some resource that ``needed`` asks for: may still give something back."""
-        s = self.settled - freed
-        g = self.guaranteed
-        return ((needed.gpu > 0 and s.gpu > g.gpu) or (needed.cpu > 0 and s.cpu > g.cpu)
-                or (needed.memory_mb > 0 and s.memory_mb > g.memory_mb))
+        u, lv, g = self.used, self.leaving, self.quota.guaranteed
+        return ((needed.gpu > 0 and u.gpu - lv.gpu - freed.gpu > g.gpu)
+                or (needed.cpu > 0 and u.cpu - lv.cpu - freed.cpu > g.cpu)
+                or (needed.memory_mb > 0 and u.memory_mb - lv.memory_mb - freed.memory_mb > g.memory_mb))
 
     def user_fits(self, user: str, gpu: int) -> bool:
         limit = self.quota.gpu_limit_for(user)

@@ -32,6 +32,7 @@ class Round:
         self.state = state
         self.cfg = state.cfg
         self.now = now
+        self._borrowing_vcs: set[str] | None = None  # computed on first use in a pass
         self.pending = list(pending)
         self.pool = state.pool
         self.total = state.total
@@ -133,7 +134,7 @@ class Round:
             return self._wait(job, at_max(vc, request))
         reason = self._no_fit[(gang.key, job.priority)]
         if (borrowing and reason.code == WaitCode.NO_NODE_FITS.value and not always_borrows(job.priority)
-                and any(v is not vc and not v.within_guarantee(ZERO) for v in self.vcs.values())):
+                and self._others_borrow(vc)):
             reason = _cannot_reclaim(reason, vc, request)
         held = self.reserved.get(job.key)
         if held:
@@ -141,6 +142,12 @@ class Round:
             reason = WaitingReason(reason.code, f"{reason.message}; holding {', '.join(names)} for it",
                                    figures={**reason.figures, "reserved": names})
         return self._wait(job, reason)
+
+    def _others_borrow(self, vc: VcLedger) -> bool:
+        """Is a VC other than ``vc`` past its guarantee (as the pass began)? Only for wording a reason."""
+        if self._borrowing_vcs is None:
+            self._borrowing_vcs = {v.name for v in self.vcs.values() if not v.within_guarantee(ZERO)}
+        return bool(self._borrowing_vcs - {vc.name})
 
     def _place(self, job: PendingJob, gang: Gang) -> list[Taken] | None:
         memo = (gang.key, job.priority)
