@@ -39,7 +39,7 @@ from pai.launcher.lifecycle import (
     on_event,
 )
 from pai.launcher.reconcile import pending_starts, reconcile
-from pai.launcher.snapshot import build_snapshot, hold_back, holds_resources
+from pai.launcher.snapshot import build_snapshot, drain_message, draining_victims, hold_back, holds_resources
 from pai.protocol.exitcodes import PlatformExit
 from pai.protocol.messages import (
     ContainerReport,
@@ -279,6 +279,11 @@ class Launcher:
                 store_jobs.save_job(s, victim)
                 by_key[victim.key] = victim
                 log.info("job preempted job=%s preemptor=%s rule=%s", pre.victim, pre.preemptor, pre.rule)
+            for victim in draining_victims(nodes, by_key.values()):
+                victim = self._apply(s, victim, Preempted(now, "node drain", "drain", drain_message(victim, nodes)))
+                store_jobs.save_job(s, victim)
+                by_key[victim.key] = victim
+                log.info("job moved off a draining node job=%s", victim.key)
             for key, reason in decision.waiting.items():
                 job = by_key[key]
                 body = reason.to_dict()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from pai.domain.job import Job, Task
-from pai.domain.node import Node
+from pai.domain.node import Node, NodeState
 from pai.domain.resources import Resources
 from pai.domain.states import JobState, TaskState
 from pai.launcher.cluster import Cluster
@@ -110,3 +110,22 @@ def build_snapshot(
         for n in nodes
     )
     return Snapshot(now=now, nodes=views, vcs=vcs, running=tuple(running), pending=tuple(pending), config=config)
+
+
+def draining_victims(nodes: Iterable[Node], jobs: Iterable[Job]) -> list[Job]:
+    """Running jobs with a task on a DRAINING node that are not already being stopped: they are moved off
+    (stopped gracefully and requeued, not counted as a retry)."""
+    draining = {n.name for n in nodes if n.state is NodeState.DRAINING}
+    if not draining:
+        return []
+    return [
+        j for j in jobs
+        if j.state is JobState.RUNNING
+        and any(holds_resources(t) and t.node in draining and t.state is not TaskState.STOPPING for t in j.tasks)
+    ]
+
+
+def drain_message(job: Job, nodes: Iterable[Node]) -> str:
+    draining = {n.name for n in nodes if n.state is NodeState.DRAINING}
+    names = sorted({t.node for t in job.tasks if t.node in draining and t.node is not None})
+    return f"node {', '.join(names)} is draining"

@@ -43,3 +43,48 @@ async def test_node_state_errors(api: Api) -> None:
     await api.login("bob", "bob-password")
     status, body = await api.call("PUT", "/api/v2/nodes/n1/state", json_body={"value": "CORDONED"})
     assert status == 403
+
+
+async def heartbeat(api: Api, node: str, containers: list[dict[str, object]]) -> dict[str, object]:
+    from tests.rest_server.conftest import AGENT_TOKEN
+
+    status, reply = await api.call("POST", f"/api/internal/agents/{node}/heartbeat",
+                                   json_body={"version": 1, "node": node, "containers": containers},
+                                   token=AGENT_TOKEN)
+    assert status == 200, reply
+    return dict(reply)
+
+
+async def wait_state(api: Api, key: str, state: str) -> dict[str, object]:
+    for _ in range(100):
+        _, detail = await api.call("GET", f"/api/v2/jobs/{key}")
+        if detail["jobStatus"]["state"] == state:
+            return dict(detail)
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{key} never reached {state}: {detail}")
+
+
+async def test_draining_a_node_moves_its_jobs_to_other_nodes(api: Api) -> None:
+    await add_node(api, "n1")
+    await api.call("POST", "/api/v2/jobs", body=job("d"), content_type="application/json")
+    detail = await wait_state(api, "admin~d", "RUNNING")
+    task = detail["taskRoles"]["w"]["taskStatuses"][0]  # type: ignore[index]
+    attempt = task["containerId"]
+    running = {"attemptId": attempt, "jobKey": "admin~d", "role": "w", "index": 0, "status": "running"}
+    await heartbeat(api, "n1", [running])
+    await add_node(api, "n2")
+    status, _ = await api.call("PUT", "/api/v2/nodes/n1/state", json_body={"value": "DRAINING"})
+    assert status == 200
+    for _ in range(100):  # the next pass stops the task on n1 ...
+        reply = await heartbeat(api, "n1", [running])
+        stops = [c for c in reply["commands"] if c["type"] == "stop"]  # type: ignore[union-attr, index]
+        if stops:
+            break
+        await asyncio.sleep(0.05)
+    assert stops[0]["attemptId"] == attempt and stops[0]["exitCode"] == -300
+    await heartbeat(api, "n1", [{**running, "status": "exited", "exitCode": -300}])
+    detail = await wait_state(api, "admin~d", "RUNNING")  # ... and the job runs again, on n2
+    assert detail["taskRoles"]["w"]["taskStatuses"][0]["containerNodeName"] == "n2"  # type: ignore[index]
+    kinds = [e["kind"] for e in detail["events"]]  # type: ignore[union-attr, index]
+    assert "preempted" in kinds and "requeued" in kinds
+    assert detail["jobStatus"]["retries"] == 0  # type: ignore[index]
