@@ -31,3 +31,8 @@ class Node:
     port_range: tuple[int, int] = (20000, 40000)
     failed_gpus: tuple[int, ...] = ()
     log_port: int = 0  # the agent's log server: http://address:log_port/logs/...
+    # What an admin set (CORDONED or DRAINING), kept while the node is LOST and restored when it is back.
+    admin_state: NodeState | None = None
+
+    def back_from_lost(self) -> NodeState:
+        return self.admin_state or NodeState.READY

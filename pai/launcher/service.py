@@ -156,7 +156,9 @@ class Launcher:
                 total=info.resources,
                 gpu_type=info.gpu_type,
                 labels=dict(info.labels),
-                state=NodeState.READY if old is None or old.state is NodeState.LOST else old.state,
+                state=NodeState.READY if old is None else old.back_from_lost() if old.state is NodeState.LOST
+                else old.state,
+                admin_state=None if old is None else old.admin_state,
                 last_heartbeat=now,
                 port_range=old.port_range if old is not None else self.config.port_range,
                 failed_gpus=tuple(g.index for g in req.gpus if not g.healthy),
@@ -174,7 +176,7 @@ class Launcher:
             if node is None:
                 raise NoNodeError(f"node {req.node!r} is not registered; register first")
             failed = tuple(g.index for g in req.gpus if not g.healthy)
-            state = NodeState.READY if node.state is NodeState.LOST else node.state
+            state = node.back_from_lost() if node.state is NodeState.LOST else node.state
             if failed != node.failed_gpus or state is not node.state:
                 store_nodes.upsert_node(
                     s, replace(node, failed_gpus=failed, state=state, last_heartbeat=now), node.log_port

@@ -107,6 +107,7 @@ def update_node_row(row: NodeRow, node: Node) -> None:
     row.failed_gpus = list(node.failed_gpus)
     row.port_low, row.port_high = node.port_range
     row.log_port = node.log_port
+    row.admin_state = None if node.admin_state is None else node.admin_state.value
 
 
 def node_from_row(row: NodeRow) -> Node:
@@ -121,4 +122,5 @@ def node_from_row(row: NodeRow) -> Node:
         port_range=(row.port_low, row.port_high),
         failed_gpus=tuple(row.failed_gpus),
         log_port=row.log_port,
+        admin_state=None if row.admin_state is None else NodeState(row.admin_state),
     )

@@ -48,7 +48,11 @@ def get_log_port(s: Session, name: str) -> int:
 
 
 def set_node_state(s: Session, name: str, state: NodeState) -> None:
-    _existing(s, name).state = state.value
+    """The node's current state; LOST keeps what an admin set, anything else is also the admin's choice."""
+    row = _existing(s, name)
+    row.state = state.value
+    if state is not NodeState.LOST:
+        row.admin_state = state.value if state in (NodeState.CORDONED, NodeState.DRAINING) else None
     s.flush()
 
 

@@ -143,6 +143,7 @@ class NodeRow(Base):
     failed_gpus: Mapped[list[Any]]
     port_low: Mapped[int]
     port_high: Mapped[int]
+    admin_state: Mapped[str | None] = mapped_column(String(16))
 
 
 class VirtualClusterRow(Base):

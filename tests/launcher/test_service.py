@@ -60,3 +60,26 @@ def test_a_restarted_master_gives_nodes_a_full_timeout_before_declaring_them_los
     assert restarted.check_nodes() == []
     clock.now = 5031.0
     assert restarted.check_nodes() == ["n1"]
+
+
+def test_a_cordoned_node_that_was_lost_comes_back_cordoned(db: Database) -> None:
+    clock = Clock(1000.0)
+    launcher = Launcher(db, LauncherConfig(node_timeout_seconds=30), clock=clock)
+    register(launcher, "n1")
+    with db.session() as s:
+        nodes.set_node_state(s, "n1", NodeState.CORDONED)
+    clock.now = 1031.0
+    assert launcher.check_nodes() == ["n1"]
+    assert state(db, "n1") is NodeState.LOST
+    launcher.heartbeat(HeartbeatRequest("n1"))
+    assert state(db, "n1") is NodeState.CORDONED
+    clock.now = 1062.0
+    launcher.check_nodes()
+    register(launcher, "n1")  # an agent restart re-registers: still cordoned
+    assert state(db, "n1") is NodeState.CORDONED
+    with db.session() as s:
+        nodes.set_node_state(s, "n1", NodeState.READY)
+    clock.now = 1093.0
+    launcher.check_nodes()
+    launcher.heartbeat(HeartbeatRequest("n1"))
+    assert state(db, "n1") is NodeState.READY
