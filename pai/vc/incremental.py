@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from pai.domain.resources import Resources
 from pai.vc.round import Memo, Round
 from pai.vc.snapshot import Decision, PendingJob, RunningJob, Snapshot, WaitingReason
 from pai.vc.state import State
@@ -23,6 +24,7 @@ class IncrementalScheduler:
         self.state = State(snapshot)
         self.pending: dict[str, PendingJob] = {j.key: j for j in snapshot.pending}
         self._no_plan: dict[Memo, WaitingReason | None] = {}
+        self._requests: dict[Memo, Resources] = {}  # the gang request behind each kept search result
         self._waiting: dict[str, WaitingReason] = {}  # reasons of the last pass, for jobs it did not plan
         self._freed = True  # capacity or claims freed since the last pass: every waiting job is reconsidered
 
@@ -42,9 +44,19 @@ class IncrementalScheduler:
     def finished(self, key: str) -> None:
         """A running job exited (victims included): its capacity is free."""
         job = self.state.finished(key)
-        if job is not None:  # its VC uses less: its waiting jobs may now reclaim
-            self._no_plan = {k: v for k, v in self._no_plan.items() if k[0] != job.vc}
-            self._freed = True
+        if job is None:
+            return
+        self._freed = True
+        ledger = self.state.vcs.get(job.vc)
+        if ledger is None or job.preempting:  # a victim that was already counted as leaving changes nothing
+            return
+        # Its VC uses less: a search of that VC that found no allowed victims is retried only if the job may
+        # now reclaim (its VC falls within its guarantee with the job where it did not before).
+        self._no_plan = {
+            k: v for k, v in self._no_plan.items()
+            if k[0] != job.vc or k not in self._requests
+            or ledger.within_guarantee(self._requests[k] + job.request) == ledger.within_guarantee(self._requests[k])
+        }
 
     def schedule(self, now: float, *, full: bool = False) -> Decision:
         """One pass. Only arrivals since the last pass: only the new jobs (and jobs waiting for their victims)
@@ -52,6 +64,7 @@ class IncrementalScheduler:
         every job and retry every victim search, like ``schedule(snapshot)``."""
         if full:
             self._no_plan = {}
+            self._requests = {}
         known = None if full or self._freed else {k: v for k, v in self._waiting.items() if k in self.pending}
         r = Round(self.state, self.pending.values(), now, self._no_plan, known)
         decision = r.run()
@@ -66,7 +79,9 @@ class IncrementalScheduler:
             victim = self.state.index.jobs[p.victim]
             self.state.preempting(replace(victim, preempting=True, preempted_by=p.preemptor))
         # only "no allowed victims" outlives the pass; a budget that ran out is renewed every pass
-        self._no_plan.update((k, v) for k, v in r.failed_searches().items() if v is None)
+        kept = {k: v for k, v in r.failed_searches().items() if v is None}
+        self._no_plan.update(kept)
+        self._requests.update((k, r.searched[k]) for k in kept if k in r.searched)
         self._waiting = {k: v for k, v in decision.waiting.items() if k not in decision.planned}
         self._freed = False
         return decision

@@ -33,6 +33,8 @@ class Round:
         self.cfg = state.cfg
         self.now = now
         self._borrowing_vcs: set[str] | None = None  # computed on first use in a pass
+        self._hints: dict[tuple[object, ...], WaitingReason] = {}  # worded reasons, by what they depend on
+        self.searched: dict[Memo, Resources] = {}  # the request of every victim search of this pass
         self.pending = list(pending)
         self.pool = state.pool
         self.total = state.total
@@ -135,7 +137,11 @@ class Round:
         reason = self._no_fit[(gang.key, job.priority)]
         if (borrowing and reason.code == WaitCode.NO_NODE_FITS.value and not always_borrows(job.priority)
                 and self._others_borrow(vc)):
-            reason = _cannot_reclaim(reason, vc, request)
+            memo_key = (id(reason), vc.name, vc.used, vc.leaving, request)  # reason: kept in _no_fit
+            hinted = self._hints.get(memo_key)
+            if hinted is None:
+                hinted = self._hints[memo_key] = _cannot_reclaim(reason, vc, request)
+            reason = hinted
         held = self.reserved.get(job.key)
         if held:
             names = [self.pool.names[i] for i in held]
@@ -194,6 +200,7 @@ class Round:
                 return self._no_plan[memo]
             if memo in self.no_plan_kept:
                 return self.no_plan_kept[memo]
+        self.searched[memo] = gang.request
         plan = self.planner.plan(job, gang, vc, self.pending_keys)
         if plan is None:
             result = waiting_for_victims(len(own), None) if own else None

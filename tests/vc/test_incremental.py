@@ -82,3 +82,37 @@ def test_victims_become_jobs_being_stopped_for_their_preemptor() -> None:
     assert not again.preemptions and again.waiting["p"].code == "WaitingForPreemption"
     inc.finished("low")
     assert admitted(inc.schedule(102)) == {"p": {"main-0": "n0"}}
+
+
+def test_a_vc_back_within_its_guarantee_reclaims_at_the_next_incremental_pass() -> None:
+    from tests.vc.vc_builders import vc
+
+    # VC a (guarantee 8) runs `own` (4 GPUs) and waits with `more` (8): `more` would pass a's guarantee, so it
+    # may not reclaim from b, which borrows the other 4 GPUs of the node.
+    s = snap([node("n0", 8)], [job("more", 8, vc="a", at=5)],
+             [running("own", "n0", 4, vc="a"), running("borrowed", "n0", 4, vc="b", started=1)],
+             vcs=[vc("a", 8), vc("b", 0)])
+    inc = IncrementalScheduler(s)
+    first = inc.schedule(100)
+    assert not first.preemptions and first.waiting["more"].code == "NoNodeFits"
+    inc.finished("own")  # a is back under its guarantee: the search that found no allowed victim is retried
+    d = inc.schedule(101)
+    assert [(p.victim, p.preemptor) for p in d.preemptions] == [("borrowed", "more")]
+
+
+def test_a_finish_that_cannot_change_what_a_vc_may_reclaim_keeps_its_searches() -> None:
+    from tests.vc.vc_builders import vc
+
+    # a is far past its guarantee (1): finishing one of its small jobs still leaves it past, so `more` still
+    # may not reclaim and the incremental pass agrees with a full one.
+    s = snap([node("n0", 8), node("n1", 8)], [job("more", 8, vc="a", at=5)],
+             [running("a1", "n0", 2, vc="a"), running("a2", "n0", 2, vc="a"),
+              running("b1", "n1", 8, vc="b", started=1)],
+             vcs=[vc("a", 1), vc("b", 0)])
+    inc = IncrementalScheduler(s)
+    inc.schedule(100)
+    inc.finished("a1")
+    d = inc.schedule(101)
+    assert not d.preemptions
+    rebuilt = schedule(replace(_equivalent(s, inc), now=101))
+    assert not rebuilt.preemptions
