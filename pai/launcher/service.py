@@ -39,7 +39,14 @@ from pai.launcher.lifecycle import (
     on_event,
 )
 from pai.launcher.reconcile import pending_starts, reconcile
-from pai.launcher.snapshot import build_snapshot, drain_message, draining_victims, hold_back, holds_resources
+from pai.launcher.snapshot import (
+    build_snapshot,
+    drain_message,
+    draining_victims,
+    hold_back,
+    holds_resources,
+    usage_by_node,
+)
 from pai.protocol.exitcodes import PlatformExit
 from pai.protocol.messages import (
     ContainerReport,
@@ -327,9 +334,5 @@ class Launcher:
     def node_usage(self) -> list[tuple[Node, Resources]]:
         with self.db.session() as s:
             nodes = store_nodes.list_nodes(s)
-            used = {n.name: Resources() for n in nodes}
-            for j in store_jobs.active_jobs(s):
-                for t in j.tasks:
-                    if holds_resources(t) and t.node in used:
-                        used[t.node] = used[t.node] + j.spec.role(t.role).resources
+            used = usage_by_node(nodes, store_jobs.active_jobs(s))
         return [(n, used[n.name]) for n in nodes]

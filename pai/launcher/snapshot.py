@@ -18,6 +18,16 @@ def holds_resources(t: Task) -> bool:
     return t.node is not None and t.state in (TaskState.WAITING, TaskState.RUNNING, TaskState.STOPPING)
 
 
+def usage_by_node(nodes: Iterable[Node], jobs: Iterable[Job]) -> dict[str, Resources]:
+    """What the active tasks of ``jobs`` hold on each node (waiting jobs hold nothing)."""
+    used = {n.name: Resources() for n in nodes}
+    for job in jobs:
+        for t in job.tasks:
+            if holds_resources(t) and t.node in used:
+                used[t.node] = used[t.node] + job.spec.role(t.role).resources
+    return used
+
+
 def _request(job: Job, t: Task) -> TaskRequest:
     role = job.spec.role(t.role)
     return TaskRequest(
@@ -57,7 +67,7 @@ def build_snapshot(
 ) -> Snapshot:
     nodes = list(nodes)
     jobs = list(jobs)
-    used: dict[str, Resources] = {n.name: Resources() for n in nodes}
+    used = usage_by_node(nodes, jobs)
     ports_used: dict[str, int] = {n.name: 0 for n in nodes}
     running: list[RunningJob] = []
     pending: list[PendingJob] = []
@@ -78,9 +88,7 @@ def build_snapshot(
         if not held:
             continue
         for t in held:
-            assert t.node is not None
-            if t.node in used:
-                used[t.node] = used[t.node] + job.spec.role(t.role).resources
+            if t.node in ports_used:
                 ports_used[t.node] += sum(len(p) for p in t.ports.values())
         preempting = job.state is JobState.STOPPING or any(
             t.state is TaskState.STOPPING and t.exit_code == PlatformExit.PREEMPTED for t in held

@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import pytest
 
 from pai.domain.errors import InvalidParametersError
 from pai.domain.resources import Resources
-from pai.vc import Snapshot, VcQuota, schedule
+from pai.vc import VcQuota, schedule
 from pai.vc.quota import cluster_total, effective_quotas, resolve_amount, resolve_resources, validate_guarantees
-from tests.vc.vc_builders import admitted, codes, job, node, nodes, running, snap, vc
+from tests.vc.vc_builders import AdmitCase, admitted, codes, job, node, nodes, running, snap, vc
 
-
-@dataclass
-class Case:
-    name: str
-    snapshot: Snapshot
-    admitted: set[str]
-    waiting: dict[str, str] = field(default_factory=dict)
+Case = AdmitCase
 
 
 CASES = [

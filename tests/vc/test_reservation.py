@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import pytest
 
-from pai.vc import Snapshot, schedule
-from tests.vc.vc_builders import admitted, codes, job, node, running, snap
+from pai.vc import schedule
+from tests.vc.vc_builders import AdmitCase, admitted, codes, job, node, running, snap
 
 SMALL_ON_BOTH = [running("r0", "n0", 1), running("r1", "n1", 1)]
 
 
-@dataclass
-class Case:
-    name: str
-    snapshot: Snapshot
-    admitted: set[str]
-    waiting: dict[str, str] = field(default_factory=dict)
+Case = AdmitCase
 
 
 CASES = [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pai.domain.resources import Resources
@@ -92,3 +92,13 @@ def codes(d: Decision) -> dict[str, str]:
 def victims(d: Decision) -> dict[str, str]:
     """``{victim: preemptor}``."""
     return {p.victim: p.preemptor for p in d.preemptions}
+
+
+@dataclass
+class AdmitCase:
+    """A named case: which jobs a pass admits, and the reason code of each job that waits."""
+
+    name: str
+    snapshot: Snapshot
+    admitted: set[str]
+    waiting: dict[str, str] = field(default_factory=dict)
