@@ -1,11 +1,23 @@
 #!/usr/bin/env bash
-# The whole test suite: install what it needs, check lint, types and import contracts, run pytest.
+# The whole test suite: set up, install the test tools, check dependencies, lint, types and import contracts,
+# then run pytest. Installs into the same Python as scripts/setup.sh (see scripts/python.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-PY=${PYTHON:-python3}
-$PY -m ruff check pai tests bench
-$PY -m mypy
-lint-imports
+. scripts/python.sh
+
+# The test tools, and PyTorch's CPU build for the distributed example's test (only the tests need it).
+"$PY" -m pip install --quiet --disable-pip-version-check -e '.[dev,torch]'
+"$PY" -m pip check
+
+# PostgreSQL runs on these machines; start it if it was stopped (the suite also runs against it).
+if command -v pg_ctlcluster >/dev/null 2>&1 && ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
+  pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n1)" main start || true
+fi
+
+bin=$("$PY" -c 'import sysconfig; print(sysconfig.get_path("scripts"))')
+"$PY" -m ruff check pai tests bench
+"$PY" -m mypy
+"$bin/lint-imports"
 # pytest exits 5 when it collected no test: that is a failure here too.
-$PY -m pytest -q "$@"
+"$PY" -m pytest -q "$@"

@@ -1,18 +1,20 @@
 """What this node has: CPUs, memory, GPUs (NVML when present) and the health of every GPU.
 
-Command-line flags override detection. ``pynvml`` is imported only when asked for and is optional:
-without it (or without a driver) the node has the GPUs it is configured with, all reported healthy.
+Command-line flags override detection. ``pynvml`` (``nvidia-ml-py``) is a declared dependency and always
+importable; it loads the driver's library only in ``nvmlInit()``, which fails on a machine without an NVIDIA
+driver: such a node has the GPUs it is configured with, all reported healthy.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+import pynvml
 
 from pai.domain.resources import Resources
 from pai.protocol import GpuHealth
@@ -59,12 +61,11 @@ class Nvml:
     @classmethod
     def load(cls, logger: Log = log) -> Nvml:
         try:
-            module = importlib.import_module("pynvml")
-            module.nvmlInit()
-        except Exception as e:  # no package, no driver, no device: a CPU node
+            pynvml.nvmlInit()
+        except Exception as e:  # no driver, no device: a CPU node
             logger.info("NVML not available: using the configured GPU count", extra={"error": str(e)})
             return cls(None)
-        return cls(module)
+        return cls(pynvml)
 
     @property
     def available(self) -> bool:
