@@ -120,7 +120,8 @@ def logs(name: str, role: str | None, index: int, stderr: bool, tail: int | None
 def stop(name: str, master: str | None) -> None:
     """Stop a job.
 
-    Its tasks get SIGTERM, then are killed after the grace period.
+    Its tasks get SIGTERM, then are killed after the grace period. Exits 0 once the stop is accepted, and
+    also when the job had already ended (it says so, and nothing changes); 1 on an error.
     """
     conn = connect(master)
     key = conn.job_key(name)

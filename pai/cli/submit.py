@@ -38,12 +38,31 @@ def _parse(text: str, source: str) -> tuple[Any, bool]:
     if as_json:
         try:
             return json.loads(text), True
-        except ValueError as exc:
-            raise SpecFileError(source, f"invalid JSON: {exc}") from None
+        except json.JSONDecodeError as exc:
+            raise SpecFileError(source, _located("JSON", exc.msg, text, exc.lineno, exc.colno)) from None
     try:
         return yaml.safe_load(text), False
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = str(exc.problem or exc.context)
+        if mark is None:
+            raise SpecFileError(source, f"invalid YAML: {problem}") from None
+        located = _located("YAML", problem, text, mark.line + 1, mark.column + 1)
+        if exc.context and exc.problem and exc.context_mark is not None:
+            located += f"\n  ({exc.context} at line {exc.context_mark.line + 1}, column {exc.context_mark.column + 1})"
+        raise SpecFileError(source, located) from None
     except yaml.YAMLError as exc:
-        raise SpecFileError(source, f"invalid YAML: {exc}".replace("\n", " ")) from None
+        raise SpecFileError(source, f"invalid YAML: {exc}") from None
+
+
+def _located(syntax: str, problem: str, text: str, line: int, column: int) -> str:
+    """``invalid YAML at line 3, column 7: <problem>``, then that line of the file with a caret under the column."""
+    lines = text.splitlines()
+    message = f"invalid {syntax} at line {line}, column {column}: {problem}"
+    if 1 <= line <= len(lines):
+        source_line = lines[line - 1].expandtabs(1)
+        message += f"\n  {line} | {source_line}\n  {' ' * len(str(line))} | {' ' * (column - 1)}^"
+    return message
 
 
 def prepare_spec(text: str, source: str) -> PreparedSpec:
@@ -55,7 +74,8 @@ def prepare_spec(text: str, source: str) -> PreparedSpec:
         return PreparedSpec(text.encode(), YAML_TYPE, 2)
     code_dir = doc.get("codeDir")
     if isinstance(code_dir, str) and _is_relative_local(code_dir) and source not in ("-", "<stdin>"):
-        # A relative codeDir means "next to the spec file", on the file system the agents share.
+        # A relative codeDir means "next to the spec file", on the file system the agents share. One with
+        # '..' is sent as written: the master's codeDir rule refuses it, the same way for every client.
         doc["codeDir"] = str((Path(source).resolve().parent / code_dir).resolve())
         was_json = False
     body = text if was_json else json.dumps(doc, default=str)
@@ -63,7 +83,7 @@ def prepare_spec(text: str, source: str) -> PreparedSpec:
 
 
 def _is_relative_local(path: str) -> bool:
-    return bool(path) and "://" not in path and not path.startswith("/")
+    return bool(path) and "://" not in path and not path.startswith("/") and ".." not in PurePath(path).parts
 
 
 def wait_for_job(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 import click
@@ -49,4 +50,9 @@ def master(host: str, port: int, data_dir: Path | None, database_url: str | None
             grace_seconds=grace_seconds, node_timeout_seconds=node_timeout, heartbeat_seconds=heartbeat
         ),
     )
-    web.run_app(make_app(config), host=host, port=port, print=lambda msg: click.echo(msg, err=True))
+    try:
+        web.run_app(make_app(config), host=host, port=port, print=lambda msg: click.echo(msg, err=True))
+    except OSError as e:
+        if e.errno != errno.EADDRINUSE:
+            raise
+        raise click.ClickException(f"port {port} on {host} is already in use; choose another with --port") from None

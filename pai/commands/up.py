@@ -35,6 +35,28 @@ def _free_port(host: str) -> int:
         return int(s.getsockname()[1])
 
 
+def _require_free_port(host: str, port: int) -> None:
+    """Fail with a plain message when ``port`` is taken, naming the pai master that holds it if it is one."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the master binds: TIME_WAIT is no conflict
+        try:
+            s.bind((host, port))
+            return
+        except OSError:
+            pass
+    url = f"http://{host}:{port}"
+    try:
+        info = HttpClient(url, timeout=3).json("GET", "/api/v2/info")
+    except CliError:
+        info = None
+    if isinstance(info, dict) and info.get("name") == "pai":
+        where = f" (data directory {info['dataDir']})" if info.get("dataDir") else ""
+        raise click.ClickException(
+            f"port {port} is taken by a pai master that is already running at {url}{where}. Use it "
+            f"(pai login --master {url}), stop it, or start another cluster with pai up --port N --data-dir DIR.")
+    raise click.ClickException(f"port {port} on {host} is in use by another program; choose another: pai up --port N")
+
+
 def _credentials(data_dir: Path) -> tuple[str, str]:
     """The admin password and agent token of this data directory: from the environment, else kept in a
     0600 file so that a second ``pai up`` on the same directory logs in with the same password."""
@@ -68,6 +90,7 @@ def _wait_until(what: str, probe: Callable[[], object], timeout: float, procs: l
 
 @contextmanager
 def _cluster(host: str, port: int, data_dir: Path, agent_flags: list[str]) -> Iterator[tuple[str, str]]:
+    _require_free_port(host, port)
     password, token = _credentials(data_dir)
     env = {**os.environ, "PAI_ADMIN_PASSWORD": password, "PAI_AGENT_TOKEN": token}
     url = f"http://{host}:{port}"

@@ -29,11 +29,12 @@ def simulate_command(file: Path) -> None:
     except yaml.YAMLError as e:
         raise click.ClickException(f"{file}: not valid YAML/JSON: {e}") from None
     if not isinstance(scenario, dict):
-        raise click.ClickException(f"{file}: the scenario must be a mapping")
-    from pai.vc.simulate import simulate  # the scheduler is imported only when a simulation runs
+        raise click.ClickException(f"{file}: not a scenario: expected a mapping with nodes, vcs, running, pending")
+    from pai.jobspec.vcconfig import validate_scenario  # imported only when a simulation runs
+    from pai.vc.simulate import simulate
 
     try:
-        result = simulate(scenario)
+        result = simulate(validate_scenario(scenario))
     except PaiError as e:
-        raise click.ClickException(f"{e.code}: {e.message}") from None
+        raise click.ClickException(f"{file}: not a valid scenario (see docs/scheduling.md): {e.message}") from None
     click.echo(json.dumps(result, indent=2, sort_keys=True))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from pai.domain.codedir import CodeDirError, parse_code_dir
 from pai.domain.errors import InvalidProtocolError
 
 
@@ -20,6 +21,16 @@ def require_unique(names: Iterable[tuple[str, str]], what: str) -> None:
 def require_shm_within_memory(path: str, shm_mb: int, memory_mb: int) -> None:
     if shm_mb > memory_mb:
         raise InvalidProtocolError(f"{path}: {shm_mb} is greater than memoryMB {memory_mb}", field=path)
+
+
+def require_code_dir(path: str, value: str) -> None:
+    """The codeDir rule (:mod:`pai.domain.codedir`) at submission, so that a bad one is a 400, not a failed task."""
+    if not value:
+        return
+    try:
+        parse_code_dir(value)
+    except CodeDirError as e:
+        raise InvalidProtocolError(f"{path}: {value!r}: {e.rule}", field=path) from None
 
 
 def whole(value: Any) -> int:

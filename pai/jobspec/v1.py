@@ -7,7 +7,7 @@ from typing import Any
 
 from pai.domain.jobspec import PRIORITY_CLASSES, JobSpec, PortSpec, TaskRoleSpec
 from pai.domain.resources import Resources
-from pai.jobspec.checks import require_shm_within_memory, require_unique, whole, whole_or_none
+from pai.jobspec.checks import require_code_dir, require_shm_within_memory, require_unique, whole, whole_or_none
 from pai.jobspec.extras import Extras
 
 DEFAULT_SHM_MB = 64
@@ -19,6 +19,7 @@ def normalize(config: dict[str, Any], classes: Mapping[str, int] = PRIORITY_CLAS
     require_unique(((f"taskRoles[{i}].name", r["name"]) for i, r in enumerate(roles)), "task role name")
     extras = Extras.read(config.get("extras"), [r["name"] for r in roles], classes)
     image: str = config["image"]
+    require_code_dir("codeDir", config.get("codeDir", ""))
     gpu_type = config.get("gpuType") or None
     return JobSpec(
         name=config["jobName"],

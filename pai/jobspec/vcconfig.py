@@ -14,26 +14,30 @@ from jsonschema.exceptions import best_match
 from pai.domain.errors import InvalidParametersError
 from pai.jobspec.schema import describe
 
+CONFIG_SCHEMA = "vc-config.json"
+SCENARIO_SCHEMA = "vc-scenario.json"
+
 
 @cache
-def _schema() -> dict[str, Any]:
-    schema: dict[str, Any] = json.loads(resources.files("job_schemas").joinpath("vc-config.json").read_text())
+def _schema(name: str) -> dict[str, Any]:
+    schema: dict[str, Any] = json.loads(resources.files("job_schemas").joinpath(name).read_text())
     return schema
 
 
 @cache
-def _validator(definition: str | None) -> Draft202012Validator:
-    schema = _schema()
+def _validator(definition: str | None, name: str = CONFIG_SCHEMA) -> Draft202012Validator:
+    schema = _schema(name)
     if definition is not None:  # validate one part (e.g. a single VC) against its definition
         schema = {**schema, "$ref": f"#/$defs/{definition}"}
         schema.pop("properties", None)
         schema.pop("additionalProperties", None)
+        schema.pop("required", None)
         schema.pop("type", None)
     return Draft202012Validator(schema)
 
 
-def _check(doc: Any, definition: str | None, prefix: str) -> None:
-    error = best_match(_validator(definition).iter_errors(doc))
+def _check(doc: Any, definition: str | None, prefix: str, name: str = CONFIG_SCHEMA) -> None:
+    error = best_match(_validator(definition, name).iter_errors(doc))
     if error is not None:
         field, rule = describe(error)
         path = f"{prefix}.{field}" if prefix and field else (field or prefix or "<root>")
@@ -60,3 +64,16 @@ def load_cluster_config(text: str, source: str) -> dict[str, Any]:
     except yaml.YAMLError as e:
         raise InvalidParametersError(f"{source}: not valid YAML: {e}".replace("\n", " ")) from None
     return validate_cluster_config(doc)
+
+
+def validate_scenario(doc: Any) -> dict[str, Any]:
+    """A what-if scenario for ``pai vc simulate`` (``job_schemas/vc-scenario.json``); its ``vcs``, ``scheduler``
+    and ``priorityClasses`` follow the cluster configuration's rules."""
+    _check(doc, None, "", SCENARIO_SCHEMA)
+    assert isinstance(doc, dict)
+    for i, vc in enumerate(doc.get("vcs", [])):
+        _check(vc, "virtualCluster", f"vcs[{i}]")
+    if "scheduler" in doc:
+        _check(doc["scheduler"], "scheduler", "scheduler")
+    _check({"priorityClasses": doc.get("priorityClasses", {})}, None, "")
+    return doc

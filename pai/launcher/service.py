@@ -21,6 +21,7 @@ from pai.domain.node import Node, NodeState
 from pai.domain.resources import Resources
 from pai.domain.states import JobState
 from pai.launcher import cluster
+from pai.launcher.access import require_owner_or_admin
 from pai.launcher.binding import BindingError, bind_task, ledgers
 from pai.launcher.env import task_env
 from pai.launcher.lifecycle import (
@@ -60,10 +61,16 @@ from pai.store import history
 from pai.store import jobs as store_jobs
 from pai.store import nodes as store_nodes
 from pai.store.db import Database
-from pai.store.records import TaskAttempt
+from pai.store.records import TaskAttempt, User
 from pai.vc import Decision, schedule
 
 log = logging.getLogger("pai.launcher")
+
+
+@dataclass(frozen=True, slots=True)
+class StopResult:
+    job: Job
+    already_ended: bool  # the job was SUCCEEDED, FAILED or STOPPED before the request: nothing changed
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,18 +134,23 @@ class Launcher:
         log.info("job submitted job=%s vc=%s tasks=%d", job.key, job.vc, len(job.tasks))
         return job
 
-    def stop(self, key: str, by: str) -> Job:
+    def stop(self, key: str, by: User) -> StopResult:
+        """Stop a job for ``by`` (its owner or an admin). A job that has already ended is left as it is."""
         with self.db.session() as s:
             job = store_jobs.get_job(s, key)
-            job = self._apply(s, job, StopRequested(self.clock(), by))
+            require_owner_or_admin(by, job.user, "stop")
+            if job.state.is_terminal():
+                return StopResult(job, already_ended=True)
+            job = self._apply(s, job, StopRequested(self.clock(), by.name))
             store_jobs.save_job(s, job)
-        log.info("job stop requested job=%s by=%s state=%s", key, by, job.state.value)
-        return job
+        log.info("job stop requested job=%s by=%s state=%s", key, by.name, job.state.value)
+        return StopResult(job, already_ended=False)
 
-    def set_priority(self, key: str, priority_class: str, by: str) -> Job:
+    def set_priority(self, key: str, priority_class: str, by: User) -> Job:
         """Change a job's priority class while it waits or runs (takes effect on the next pass)."""
         with self.db.session() as s:
             job = store_jobs.get_job(s, key)
+            require_owner_or_admin(by, job.user, "change the priority of")
             if job.state.is_terminal():
                 raise InvalidParametersError(f"job {key} is {job.state.value}; its priority no longer matters",
                                              field="value")
@@ -146,8 +158,8 @@ class Launcher:
             job = replace(job, spec=replace(job.spec, priority_class=priority_class, priority=value))
             store_jobs.save_job(s, job)
             history.add_event(s, job.id, self.clock(), "priority-changed",
-                              f"priority set to {priority_class} ({value}) by {by}",
-                              {"priorityClass": priority_class, "priority": value, "by": by})
+                              f"priority set to {priority_class} ({value}) by {by.name}",
+                              {"priorityClass": priority_class, "priority": value, "by": by.name})
         return job
 
     # ---- agents -------------------------------------------------------------------------------

@@ -17,9 +17,9 @@ import stat
 import uuid
 from dataclasses import dataclass
 from enum import Enum
-from pathlib import Path, PurePosixPath
-from urllib.parse import unquote, urlsplit
+from pathlib import Path
 
+from pai.domain.codedir import CodeDirError, parse_code_dir
 from pai.protocol import PlatformExit
 
 DEFAULT_MAX_BYTES = 1 << 30
@@ -84,32 +84,16 @@ class FetchResult:
 
 
 def resolve_source(code_dir: str) -> Path:
-    """The local path a ``codeDir`` names; refuses schemes not supported, relative paths and ``..``."""
-    parts = urlsplit(code_dir)
-    scheme = parts.scheme.lower()
-    if scheme in ("hdfs", "webhdfs"):
+    """The local path a ``codeDir`` names; refuses what the codeDir rule refuses, and ``hdfs://`` for now."""
+    try:
+        parsed = parse_code_dir(code_dir)
+    except CodeDirError as e:
+        raise CodeFetchError(PlatformExit.CODE_DIR_INVALID, str(e), source=code_dir) from None
+    if parsed.scheme in ("hdfs", "webhdfs"):
         raise CodeFetchError(
             PlatformExit.CODE_DIR_INVALID, f"codeDir {code_dir}: hdfs:// is not supported yet", source=code_dir
         )
-    if scheme == "file":
-        if parts.netloc not in ("", "localhost"):
-            raise CodeFetchError(
-                PlatformExit.CODE_DIR_INVALID, f"codeDir {code_dir}: file:// must name a local path", source=code_dir
-            )
-        path = unquote(parts.path)
-    elif scheme == "":
-        path = code_dir
-    else:
-        raise CodeFetchError(
-            PlatformExit.CODE_DIR_INVALID, f"codeDir {code_dir}: scheme {scheme}:// is not supported", source=code_dir
-        )
-    if not path.startswith("/"):
-        raise CodeFetchError(
-            PlatformExit.CODE_DIR_INVALID, f"codeDir {code_dir}: must be an absolute path", source=code_dir
-        )
-    if ".." in PurePosixPath(path).parts:
-        raise CodeFetchError(PlatformExit.CODE_DIR_INVALID, f"codeDir {code_dir}: '..' is not allowed", source=code_dir)
-    return Path(path)
+    return Path(parsed.path)
 
 
 def _inside(path: str, root: str) -> bool:

@@ -6,7 +6,7 @@ import hmac
 
 from aiohttp import web
 
-from pai.domain.errors import ForbiddenUserError, UnauthorizedUserError
+from pai.domain.errors import UnauthorizedUserError
 from pai.rest_server.keys import CONFIG, LAUNCHER, STORE
 from pai.store import tokens
 from pai.store.records import User
@@ -32,11 +32,6 @@ async def current_user(request: web.Request) -> User:
     if user is None:
         raise UnauthorizedUserError("the token is invalid or has expired; log in again")
     return user
-
-
-def require_owner_or_admin(user: User, owner: str, action: str) -> None:
-    if not user.admin and user.name != owner:
-        raise ForbiddenUserError(f"user {user.name} may not {action} jobs of user {owner}")
 
 
 def check_agent(request: web.Request) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from typing import Any
 
@@ -22,9 +23,19 @@ async def api_v1(request: web.Request) -> web.Response:
 
 
 async def info(request: web.Request) -> web.Response:
-    return web.json_response(
-        {"name": "pai", "version": __version__, "launcherType": "pai", "authnMethod": "basic"}
-    )
+    body: dict[str, Any] = {"name": "pai", "version": __version__, "launcherType": "pai", "authnMethod": "basic"}
+    if _is_loopback(request.remote):
+        # For `pai up` on this machine, which names the data directory of the master holding its port. Only
+        # local callers see it; any local user can read it from the master's command line anyway.
+        body["dataDir"] = str(request.app[CONFIG].data_dir)
+    return web.json_response(body)
+
+
+def _is_loopback(address: str | None) -> bool:
+    try:
+        return address is not None and ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
 
 
 async def healthz(request: web.Request) -> web.Response:

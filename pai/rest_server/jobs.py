@@ -12,7 +12,7 @@ from pai.domain.errors import ForbiddenUserError, InvalidParametersError, NoTask
 from pai.domain.job import Job
 from pai.domain.states import JobState
 from pai.jobspec import parse_job, stored_config
-from pai.rest_server.auth import current_user, require_owner_or_admin
+from pai.rest_server.auth import current_user
 from pai.rest_server.keys import HTTP, LAUNCHER, LOOP, STORE
 from pai.rest_server.views import attempt_view, job_detail, job_summary
 from pai.store import history, nodes
@@ -152,15 +152,15 @@ async def execution_type(request: web.Request) -> web.Response:
     if value == "START":
         raise InvalidParametersError("value: START is not supported; submit the job again", field="value")
 
-    def run() -> None:
-        with launcher.db.session() as s:
-            job = store_jobs.get_job(s, key)
-        require_owner_or_admin(user, job.user, "stop")
-        launcher.stop(key, user.name)
-
-    await request.app[STORE].call(run)
+    result = await request.app[STORE].call(launcher.stop, key, user)
+    if result.already_ended:
+        # OpenPAI answers 202 here too (stopping is idempotent); the message says that nothing changed.
+        state = result.job.state.value
+        return web.json_response({"message": f"job {key} has already ended ({state}): nothing to stop",
+                                  "jobState": state, "alreadyEnded": True}, status=202)
     request.app[LOOP].wake()
-    return web.json_response({"message": f"execute job {key} successfully"}, status=202)
+    return web.json_response({"message": f"execute job {key} successfully", "jobState": result.job.state.value,
+                              "alreadyEnded": False}, status=202)
 
 
 async def task_log(request: web.Request) -> web.Response:

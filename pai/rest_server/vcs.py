@@ -10,10 +10,9 @@ from pai.domain.errors import ForbiddenUserError, InvalidParametersError, NoVirt
 from pai.domain.resources import Resources
 from pai.jobspec.vcconfig import validate_vc
 from pai.launcher.vcadmin import VcReport
-from pai.rest_server.auth import current_user, require_owner_or_admin
+from pai.rest_server.auth import current_user
 from pai.rest_server.handlers import json_body
 from pai.rest_server.keys import LAUNCHER, LOOP, STORE, VCADMIN
-from pai.store import jobs as store_jobs
 from pai.store.records import User
 from pai.store.vcs import VcStatus
 
@@ -165,12 +164,6 @@ async def put_priority(request: web.Request) -> web.Response:
         raise InvalidParametersError("value: a priority class name is required", field="value")
     launcher = request.app[LAUNCHER]
 
-    def run() -> None:
-        with launcher.db.session() as s:
-            job = store_jobs.get_job(s, key)
-        require_owner_or_admin(user, job.user, "change the priority of")
-        launcher.set_priority(key, value, user.name)
-
-    await request.app[STORE].call(run)
+    await request.app[STORE].call(launcher.set_priority, key, value, user)
     request.app[LOOP].wake()
     return web.json_response({"message": f"set priority of job {key} to {value} successfully"}, status=202)

@@ -57,7 +57,37 @@ def test_prepare_spec_rejects(text: str, source: str, fragment: str) -> None:
         prepare_spec(text, source)
     assert info.value.source == source
     assert fragment in info.value.message
-    assert "\n" not in info.value.render()
+
+
+@pytest.mark.parametrize(
+    ("text", "source", "expected"),
+    [
+        pytest.param(
+            "name: job\ntaskRoles:\n  w: [unclosed\n", "job.yaml",
+            "invalid YAML at line 4, column 1: expected ',' or ']', but got '<stream end>'\n"
+            "  (while parsing a flow sequence at line 3, column 6)",
+            id="yaml-problem-and-context",
+        ),
+        pytest.param(
+            "name: job\n  bad: indent\n", "job.yaml",
+            "invalid YAML at line 2, column 6: mapping values are not allowed here\n"
+            "  2 |   bad: indent\n"
+            "    |      ^",
+            id="yaml-caret-under-the-column",
+        ),
+        pytest.param(
+            '{\n  "jobName": "j",\n  "taskRoles": [,]\n}', "job.json",
+            "invalid JSON at line 3, column 17: Expecting value\n"
+            '  3 |   "taskRoles": [,]\n'
+            "    |                 ^",
+            id="json",
+        ),
+    ],
+)
+def test_parse_errors_name_line_and_column_on_lines_of_their_own(text: str, source: str, expected: str) -> None:
+    with pytest.raises(SpecFileError) as info:
+        prepare_spec(text, source)
+    assert expected in info.value.detail, info.value.detail
 
 
 class FakeTime:
@@ -115,6 +145,6 @@ def test_relative_code_dir_is_resolved_next_to_the_spec_file(tmp_path: Path) -> 
     text = json.dumps({"jobName": "j", "codeDir": "src", "taskRoles": []})
     prepared = prepare_spec(text, str(spec))
     assert json.loads(prepared.body)["codeDir"] == str(tmp_path / "jobs" / "src")
-    for kept in ("/abs/dir", "hdfs://nn:9000/code", "file:///x"):
+    for kept in ("/abs/dir", "hdfs://nn:9000/code", "file:///x", "../outside", "src/../../etc"):
         body = prepare_spec(json.dumps({"jobName": "j", "codeDir": kept}), str(spec)).body
         assert json.loads(body)["codeDir"] == kept

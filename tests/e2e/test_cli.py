@@ -38,14 +38,16 @@ def test_login_submit_wait_show_logs_and_errors(one_agent: Cluster, tmp_path: Pa
 
     r = pai(c, "submit", "examples/hello-v2.yaml", "--wait", "--interval", "0.3", home=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "admin~hello" in r.stdout and "SUCCEEDED" in r.stdout
+    assert "admin~hello-v2" in r.stdout and "SUCCEEDED" in r.stdout
 
     r = pai(c, "jobs", "-o", "json", home=tmp_path)
-    assert [j["name"] for j in json.loads(r.stdout)] == ["hello"]
-    r = pai(c, "job", "show", "hello", home=tmp_path)
+    assert [j["name"] for j in json.loads(r.stdout)] == ["hello-v2"]
+    r = pai(c, "job", "show", "hello-v2", home=tmp_path)
     assert r.returncode == 0 and "SUCCEEDED" in r.stdout and "worker" in r.stdout
-    r = pai(c, "logs", "hello", "--role", "worker", "--index", "1", home=tmp_path)
+    r = pai(c, "logs", "hello-v2", "--role", "worker", "--index", "1", home=tmp_path)
     assert "role=worker index=1 workers=127.0.0.2:" in r.stdout
+    r = pai(c, "stop", "hello-v2", home=tmp_path)
+    assert r.returncode == 0 and "job admin~hello-v2 has already ended (SUCCEEDED): nothing to stop" in r.stdout
     r = pai(c, "nodes", home=tmp_path)
     assert "node-a" in r.stdout and "READY" in r.stdout
 
@@ -69,6 +71,21 @@ def test_stop_from_the_cli(one_agent: Cluster, tmp_path: Path) -> None:
     r = pai(c, "stop", "sleeper", home=tmp_path)
     assert r.returncode == 0, r.stderr
     assert c.wait_state("admin~sleeper", {"STOPPED"}, 10)["jobStatus"]["state"] == "STOPPED"
+
+
+def test_a_code_dir_with_dotdot_gets_the_same_400_from_the_cli_and_from_rest(one_agent: Cluster,
+                                                                            tmp_path: Path) -> None:
+    c = one_agent
+    pai(c, "login", "--master", c.url, "--user", "admin", "--password", ADMIN_PASSWORD, home=tmp_path)
+    spec = {"jobName": "escape", "image": "busybox", "codeDir": "../code", "taskRoles": [
+        {"name": "w", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 256, "gpuNumber": 0, "command": "true"}]}
+    status, body = c.raw("POST", "/api/v2/jobs", json.dumps(spec).encode(), "application/json")
+    assert status == 400 and body["code"] == "InvalidProtocolError"
+    assert body["message"] == "codeDir: '../code': '..' is not allowed"
+    (tmp_path / "job.json").write_text(json.dumps(spec))
+    r = pai(c, "submit", str(tmp_path / "job.json"), home=tmp_path)
+    assert r.returncode == 1 and f"InvalidProtocolError: {body['message']}" in r.stderr, r.stderr
+    assert c.raw("GET", "/api/v2/jobs/admin~escape")[0] == 404  # nothing was stored
 
 
 def test_vc_list_and_cordon(one_agent: Cluster, tmp_path: Path) -> None:
@@ -111,3 +128,17 @@ def test_vc_simulate_prints_the_decision(tmp_path: Path) -> None:
     r = subprocess.run([sys.executable, "-m", "pai", "vc", "simulate", str(bad)], capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 1 and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize(("content", "named"), [
+    pytest.param("{}", "nodes: is required", id="empty-mapping"),
+    pytest.param((ROOT / "examples" / "hello-v1.json").read_text(), "jobName: additional property is not allowed",
+                 id="a-job-spec"),
+])
+def test_vc_simulate_refuses_what_is_not_a_scenario(tmp_path: Path, content: str, named: str) -> None:
+    path = tmp_path / "not-a-scenario.json"
+    path.write_text(content)
+    r = subprocess.run([sys.executable, "-m", "pai", "vc", "simulate", str(path)], capture_output=True, text=True,
+                       timeout=60)
+    assert (r.returncode, r.stdout) == (1, "")
+    assert f"{path}: not a valid scenario" in r.stderr and named in r.stderr, r.stderr

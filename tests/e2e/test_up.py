@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
+
+from pai.cli.http import HttpClient
+from tests.e2e.harness import free_port, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -17,9 +24,53 @@ def test_pai_up_runs_the_hello_example_to_succeeded_and_leaves_no_process(tmp_pa
                           capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
-    assert "admin~hello: SUCCEEDED" in out
+    assert "admin~hello-v1: SUCCEEDED" in out
     for line in ("role=ps index=0 workers=", "role=worker index=0 workers=", "role=worker index=1 workers="):
         assert line in out, out
     # Everything the command started is gone: no master or agent still holds the data directory.
     leftovers = subprocess.run(["pgrep", "-f", str(tmp_path / "data")], capture_output=True, text=True)
     assert leftovers.stdout.strip() == ""
+
+
+def _pai(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HOME": str(home), "PAI_DATA_DIR": str(home / "unused")}
+    return subprocess.run([sys.executable, "-m", "pai", *args], capture_output=True, text=True, timeout=60, env=env,
+                          cwd=home)
+
+
+@pytest.fixture
+def running_master(tmp_path: Path) -> Iterator[tuple[int, Path]]:
+    port, data = free_port(), tmp_path / "first"
+    proc = subprocess.Popen([sys.executable, "-m", "pai", "master", "--port", str(port), "--data-dir", str(data)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for("the first master", lambda: HttpClient(f"http://127.0.0.1:{port}").json("GET", "/healthz"))
+        yield port, data
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+@pytest.mark.parametrize("run", [False, True], ids=["up", "up-run"])
+def test_pai_up_on_a_port_held_by_a_pai_master_names_it_and_its_data_directory(
+        running_master: tuple[int, Path], tmp_path: Path, run: bool) -> None:
+    port, data = running_master
+    extra = ["--run", str(ROOT / "examples" / "hello-v1.json")] if run else []
+    r = _pai("up", "--port", str(port), "--data-dir", str(tmp_path / "second"), *extra, home=tmp_path)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert (f"port {port} is taken by a pai master that is already running at http://127.0.0.1:{port} "
+            f"(data directory {data})") in r.stderr
+    assert not (tmp_path / "second").exists()  # nothing was started or written
+
+
+def test_pai_up_and_pai_master_on_a_port_held_by_another_program(tmp_path: Path) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        r = _pai("up", "--port", str(port), "--data-dir", str(tmp_path / "d"), home=tmp_path)
+        assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+        assert f"port {port} on 127.0.0.1 is in use by another program" in r.stderr
+        r = _pai("master", "--port", str(port), "--data-dir", str(tmp_path / "m"), home=tmp_path)
+        assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+        assert f"port {port} on 127.0.0.1 is already in use" in r.stderr

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from pai.jobspec import ProtocolVersion, load_schema, parse_job
+from pai.cli.submit import prepare_spec
+from pai.jobspec import ParsedJob, ProtocolVersion, load_schema, parse_job
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -24,7 +25,7 @@ def test_hello_examples_describe_the_same_job() -> None:
     v1 = parse_job((EXAMPLES / "hello-v1.json").read_bytes(), "application/json")
     v2 = parse_job((EXAMPLES / "hello-v2.yaml").read_bytes(), "application/yaml")
     assert (v1.protocol_version, v2.protocol_version) == (1, 2)
-    assert v1.spec.name == v2.spec.name == "hello"
+    assert (v1.spec.name, v2.spec.name) == ("hello-v1", "hello-v2")
     assert v1.spec.task_roles == v2.spec.task_roles
     assert [(r.name, r.instances) for r in v1.spec.task_roles] == [("ps", 1), ("worker", 2)]
     for role in v1.spec.task_roles:
@@ -34,10 +35,24 @@ def test_hello_examples_describe_the_same_job() -> None:
     assert v1.spec.code_dir == ""
 
 
+def test_every_example_has_its_own_job_name() -> None:
+    """The README submits the examples one after another to one cluster: a shared name would be a conflict."""
+    names = {path.name: _as_submitted(path).spec.name
+             for path in sorted(EXAMPLES.iterdir()) if path.suffix in (".json", ".yaml")}
+    assert len(names) >= 3
+    assert len(set(names.values())) == len(names), names
+
+
+def _as_submitted(path: Path) -> ParsedJob:
+    """An example as `pai submit` sends it (a relative codeDir resolved next to the file)."""
+    prepared = prepare_spec(path.read_text(), str(path))
+    return parse_job(prepared.body, prepared.content_type)
+
+
 def test_torch_example_uses_its_code_dir() -> None:
-    spec = parse_job((EXAMPLES / "torch-allreduce.json").read_bytes(), "application/json").spec
+    spec = _as_submitted(EXAMPLES / "torch-allreduce.json").spec
     role = spec.role("worker")
     assert (role.instances, role.resources.cpu, role.resources.memory_mb, role.resources.gpu) == (2, 1, 2048, 0)
-    code_dir = EXAMPLES / spec.code_dir  # relative to the spec file, as `pai submit` resolves it
-    assert (code_dir / "allreduce.py").is_file()
+    assert spec.code_dir == str(EXAMPLES / "torch_allreduce")  # relative to the spec file, as `pai submit` resolves it
+    assert (Path(spec.code_dir) / "allreduce.py").is_file()
     assert "allreduce.py" in role.command

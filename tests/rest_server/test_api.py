@@ -186,10 +186,22 @@ async def test_stop_waiting_job_and_permissions(api: Api) -> None:
     status, body = await api.call("PUT", "/api/v2/jobs/admin~hello/executionType", json_body={"value": "BOGUS"})
     assert status == 400 and "value" in body["message"]
     status, body = await api.call("PUT", "/api/v2/jobs/admin~hello/executionType", json_body={"value": "STOP"})
-    assert status == 202
+    assert status == 202 and body["alreadyEnded"] is False
     status, detail = await api.call("GET", "/api/v2/jobs/admin~hello")
     assert detail["jobStatus"]["state"] == "STOPPED"
     assert detail["jobStatus"]["executionType"] == "STOP"
+
+
+async def test_stopping_a_job_that_has_ended_says_so_and_changes_nothing(api: Api) -> None:
+    await api.call("POST", "/api/v2/jobs", body=v1(), content_type="application/json")
+    await api.call("PUT", "/api/v2/jobs/admin~hello/executionType", json_body={"value": "STOP"})
+    status, before = await api.call("GET", "/api/v2/jobs/admin~hello")
+    status, body = await api.call("PUT", "/api/v2/jobs/admin~hello/executionType", json_body={"value": "STOP"})
+    assert status == 202  # as OpenPAI answers: stopping is idempotent
+    assert body["alreadyEnded"] is True and body["jobState"] == "STOPPED"
+    assert body["message"] == "job admin~hello has already ended (STOPPED): nothing to stop"
+    status, after = await api.call("GET", "/api/v2/jobs/admin~hello")
+    assert after == before
 
 
 async def test_internal_endpoints_need_the_agent_token(api: Api) -> None:
