@@ -28,13 +28,13 @@ fi
 
 "$PY" -m pip install --quiet --disable-pip-version-check -e .
 
-# `pai` on PATH: a virtual environment that is active has it already; otherwise make sure the shell finds it.
+# `pai` on PATH: an active virtual environment has it already; pyenv finds it once its shims are rehashed;
+# otherwise link it into /usr/local/bin (root) or ~/.local/bin, replacing a link left by an earlier setup.
 scripts_dir=$("$PY" -c 'import sysconfig; print(sysconfig.get_path("scripts"))')
-if [ -z "${VIRTUAL_ENV:-}" ] && [ "$(command -v pai 2>/dev/null)" != "$scripts_dir/pai" ]; then
+if [ -z "${VIRTUAL_ENV:-}" ]; then
   if command -v pyenv >/dev/null 2>&1 && [[ "$scripts_dir" == "$(pyenv root)"/* ]]; then
     pyenv rehash
-  fi
-  if ! command -v pai >/dev/null 2>&1; then
+  elif [ "$(readlink -f "$(command -v pai 2>/dev/null || echo none)")" != "$(readlink -f "$scripts_dir/pai")" ]; then
     for bin in /usr/local/bin "$HOME/.local/bin"; do
       if mkdir -p "$bin" 2>/dev/null && [ -w "$bin" ]; then
         ln -sf "$scripts_dir/pai" "$bin/pai"
