@@ -101,7 +101,7 @@ class Agent:
         self._supervisor = Supervisor(
             runtime, fetcher, self.paths, self.log, retention_seconds=cfg.retention_seconds, on_change=self._wake.set
         )
-        log_server = LogServer(self.paths, cfg.address, cfg.log_port)
+        log_server = LogServer(self.paths, cfg.address, cfg.log_port, cfg.token)
         self.log_port = await log_server.start()
         self._client = MasterClient(cfg.master_url, cfg.token, cfg.request_timeout_seconds)
         extra = {"master": cfg.master_url, "log_port": self.log_port, "runtime": cfg.runtime}
@@ -132,6 +132,8 @@ class Agent:
                 self.log.warning("master unavailable", extra={"error": e.cause, "retry_in": round(backoff, 2)})
             except MasterRefusedError as e:
                 extra = {"status": e.status, "code": e.code, "error": e.message, "retry_in": round(backoff, 2)}
+                if e.status == 401:
+                    extra["hint"] = "give the agent the master's token: --token, PAI_AGENT_TOKEN or --token-file"
                 self.log.error("master refused the request", extra=extra)
             except Exception:  # a bug here must not take the node's tasks down with the agent
                 self.log.exception("agent loop failed", extra={"retry_in": round(backoff, 2)})

@@ -39,7 +39,10 @@ def _labels(ctx: click.Context, param: click.Parameter, values: tuple[str, ...])
 @click.option("--runtime", type=click.Choice(sorted(RUNTIMES)), default="process", show_default=True)
 @click.option("--heartbeat", type=click.FloatRange(min=0.05), default=1.0, show_default=True,
               help="Seconds between heartbeats until the master sets it.")  # fmt: skip
-@click.option("--token", envvar="PAI_AGENT_TOKEN", help="Bearer token for the master's agent API.")
+@click.option("--token", envvar="PAI_AGENT_TOKEN",
+              help="The master's agent token (the master keeps it in <data-dir>/agent-token).")
+@click.option("--token-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Read the agent token from this file (e.g. a copy of the master's <data-dir>/agent-token).")
 @click.option("--kill-on-exit", is_flag=True, help="Stop every task when the agent exits (default: leave them).")
 @click.option("--kill-grace", type=click.FloatRange(min=0), default=5.0, show_default=True,
               help="Seconds between SIGTERM and SIGKILL with --kill-on-exit.")  # fmt: skip
@@ -60,6 +63,7 @@ def agent(
     runtime: str,
     heartbeat: float,
     token: str | None,
+    token_file: Path | None,
     kill_on_exit: bool,
     kill_grace: float,
     code_max_mb: int,
@@ -67,6 +71,11 @@ def agent(
 ) -> None:
     """Run the node agent: register with the master, run the tasks it sends, serve their logs."""
     configure(logging.DEBUG if verbose else logging.INFO)
+    if token_file is not None:
+        token = token_file.read_text().strip()
+    if not token:
+        raise click.UsageError("the master's agent token is required: --token, PAI_AGENT_TOKEN or --token-file "
+                               "(the master keeps it in <data-dir>/agent-token)")
     config = AgentConfig(
         master_url=master_url,
         name=name,

@@ -1,11 +1,14 @@
 """The agent's log server: ``GET /logs/{attempt_id}/{stdout|stderr}[?tail=<bytes>]`` as text/plain.
 
-The master (or a client it points there) reads attempt logs from here; they stay on the node after the
-attempt ends. ``X-Log-Size`` carries the whole file's size, so that a reader can poll for growth.
+The master reads attempt logs from here and serves them to the users it authorised; they stay on the node
+after the attempt ends. Only the master may read: a request must carry the agent token (``Authorization:
+Bearer <token>``), which the master and its agents share. ``X-Log-Size`` carries the whole file's size, so
+that a reader can poll for growth.
 """
 
 from __future__ import annotations
 
+import hmac
 import os
 from pathlib import Path
 
@@ -15,6 +18,7 @@ from pai.nodeagent.paths import AgentPaths, LogStream, is_attempt_id
 
 TEXT = "text/plain; charset=utf-8"
 _PATHS = web.AppKey("paths", AgentPaths)
+_TOKEN = web.AppKey("token", str)
 
 
 def tail_bytes(path: Path, n: int) -> bytes:
@@ -29,7 +33,17 @@ def _error(status: int, code: str, message: str) -> web.Response:
     return web.json_response({"code": code, "message": message}, status=status)
 
 
+def _authorised(request: web.Request) -> bool:
+    expected = request.app[_TOKEN]
+    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    if not expected:
+        return True
+    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), expected.encode())
+
+
 async def _get_log(request: web.Request) -> web.StreamResponse:
+    if not _authorised(request):
+        return _error(401, "UnauthorizedUserError", "logs are served to the master only: read them through its API")
     attempt_id = request.match_info["attempt_id"]
     stream = LogStream(request.match_info["stream"])
     if not is_attempt_id(attempt_id):
@@ -51,16 +65,19 @@ async def _get_log(request: web.Request) -> web.StreamResponse:
     return web.FileResponse(path, headers=headers | {"Content-Type": TEXT})
 
 
-def make_app(paths: AgentPaths) -> web.Application:
+def make_app(paths: AgentPaths, token: str | None = None) -> web.Application:
+    """``token``: the agent token the master presents; None only for an agent that has none (the master
+    refuses such an agent, so it runs nothing)."""
     app = web.Application()
     app[_PATHS] = paths
+    app[_TOKEN] = token or ""
     app.router.add_get("/logs/{attempt_id}/{stream:stdout|stderr}", _get_log)
     return app
 
 
 class LogServer:
-    def __init__(self, paths: AgentPaths, host: str, port: int = 0) -> None:
-        self._runner = web.AppRunner(make_app(paths), access_log=None)
+    def __init__(self, paths: AgentPaths, host: str, port: int = 0, token: str | None = None) -> None:
+        self._runner = web.AppRunner(make_app(paths, token), access_log=None)
         self._host = host
         self._port = port
         self.port = port

@@ -15,7 +15,7 @@ from pai.launcher.service import Launcher
 from pai.launcher.vcadmin import VcAdmin
 from pai.rest_server.config import MasterConfig
 from pai.rest_server.errors import error_middleware
-from pai.rest_server.keys import CONFIG, DB, HTTP, LAUNCHER, LOOP, STORE, VCADMIN
+from pai.rest_server.keys import AGENT_TOKEN, CONFIG, DB, HTTP, LAUNCHER, LOOP, STORE, VCADMIN
 from pai.rest_server.routes import routes
 from pai.store import users
 from pai.store.db import Database
@@ -26,6 +26,9 @@ log = logging.getLogger("pai.master")
 async def _database(app: web.Application) -> AsyncIterator[None]:
     config = app[CONFIG]
     config.data_dir.mkdir(parents=True, exist_ok=True)
+    app[AGENT_TOKEN] = config.resolve_agent_token()
+    if not config.agent_token:
+        log.info("agents must present the token kept in file=%s", config.agent_token_file)
     store = StoreThread()
     db = Database(config.db_url())
     await store.call(db.migrate)

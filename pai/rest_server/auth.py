@@ -7,7 +7,7 @@ import hmac
 from aiohttp import web
 
 from pai.domain.errors import UnauthorizedUserError
-from pai.rest_server.keys import CONFIG, LAUNCHER, STORE
+from pai.rest_server.keys import AGENT_TOKEN, LAUNCHER, STORE
 from pai.store import tokens
 from pai.store.records import User
 
@@ -35,9 +35,6 @@ async def current_user(request: web.Request) -> User:
 
 
 def check_agent(request: web.Request) -> None:
-    """Internal endpoints: when the master has an agent token, agents must present it."""
-    expected = request.app[CONFIG].agent_token
-    if expected is None:
-        return
-    if not hmac.compare_digest(_bearer(request), expected):
+    """Internal endpoints: agents must present the master's agent token (there always is one)."""
+    if not hmac.compare_digest(_bearer(request).encode(), request.app[AGENT_TOKEN].encode()):
         raise UnauthorizedUserError("the agent token is not valid")

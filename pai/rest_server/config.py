@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pai.launcher.service import LauncherConfig
 from pai.store.db import database_url, default_data_dir
+
+AGENT_TOKEN_FILE = "agent-token"
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,7 +21,7 @@ class MasterConfig:
     database_url: str | None = None  # None: PAI_DATABASE_URL, else SQLite in data_dir
     admin_user: str = "admin"
     admin_password: str | None = None  # PAI_ADMIN_PASSWORD; creates the admin on first start
-    agent_token: str | None = None  # PAI_AGENT_TOKEN; when set, agents must present it
+    agent_token: str | None = None  # PAI_AGENT_TOKEN; None: the one kept in <data_dir>/agent-token (made once)
     token_ttl_seconds: int = 7 * 24 * 3600
     tick_seconds: float = 0.5
     vc_config: Path | None = None  # a cluster configuration file (job_schemas/vc-config.json) applied at start
@@ -26,6 +29,28 @@ class MasterConfig:
 
     def db_url(self) -> str:
         return self.database_url or database_url(self.data_dir)
+
+    @property
+    def agent_token_file(self) -> Path:
+        return self.data_dir / AGENT_TOKEN_FILE
+
+    def resolve_agent_token(self) -> str:
+        """The token agents must present: PAI_AGENT_TOKEN / the flag, else the one in the data directory,
+        generated on the first start (mode 0600). The agent API is never open."""
+        if self.agent_token:
+            return self.agent_token
+        path = self.agent_token_file
+        try:
+            token = path.read_text().strip()
+        except FileNotFoundError:
+            token = ""
+        if not token:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            token = secrets.token_urlsafe(32)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(token + "\n")
+        return token
 
     @classmethod
     def from_env(cls, **overrides: object) -> MasterConfig:

@@ -13,7 +13,7 @@ from pai.domain.job import Job
 from pai.domain.states import JobState
 from pai.jobspec import parse_job, stored_config
 from pai.rest_server.auth import current_user
-from pai.rest_server.keys import HTTP, LAUNCHER, LOOP, STORE
+from pai.rest_server.keys import AGENT_TOKEN, HTTP, LAUNCHER, LOOP, STORE
 from pai.rest_server.views import attempt_view, job_detail, job_summary
 from pai.store import history, nodes
 from pai.store import jobs as store_jobs
@@ -190,7 +190,8 @@ async def task_log(request: web.Request) -> web.Response:
     url = f"http://{address}:{port}/logs/{attempt_id}/{stream}"
     params = {"tail": str(tail)} if tail is not None else {}
     try:
-        async with request.app[HTTP].get(url, params=params, timeout=ClientTimeout(total=10)) as resp:
+        headers = {"Authorization": f"Bearer {request.app[AGENT_TOKEN]}"}  # the log server serves only the master
+        async with request.app[HTTP].get(url, params=params, headers=headers, timeout=ClientTimeout(total=10)) as resp:
             text = await resp.text()
             if resp.status != 200:
                 raise NoTaskError(f"the agent at {address} has no {stream} for {role}[{index}] of {key}")

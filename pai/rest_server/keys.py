@@ -17,3 +17,4 @@ LAUNCHER = web.AppKey("launcher", Launcher)
 LOOP = web.AppKey("loop", LauncherLoop)
 VCADMIN = web.AppKey("vcadmin", VcAdmin)
 HTTP = web.AppKey("http", ClientSession)
+AGENT_TOKEN = web.AppKey("agent_token", str)  # what agents present, and what the master shows their log servers

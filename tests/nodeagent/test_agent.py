@@ -236,5 +236,9 @@ async def test_the_reported_log_port_serves_the_attempts_logs(tmp_path: Path, ma
     async with running(config(tmp_path, master.url)):
         await eventually(lambda: reported(master, "a1", ContainerStatus.EXITED), what="exit")
         port = master.registers[0].node.log_port
-        async with aiohttp.ClientSession() as http, http.get(f"http://127.0.0.1:{port}/logs/a1/stdout") as resp:
-            assert (resp.status, await resp.text()) == (200, "hello\n")
+        url = f"http://127.0.0.1:{port}/logs/a1/stdout"
+        async with aiohttp.ClientSession() as http:
+            async with http.get(url, headers={"Authorization": "Bearer s3cret"}) as resp:
+                assert (resp.status, await resp.text()) == (200, "hello\n")
+            async with http.get(url) as resp:
+                assert resp.status == 401

@@ -48,7 +48,9 @@ def pgid_on_disk(tmp_path: Path, attempt_id: str, groups: Groups) -> int:
 
 async def test_sigterm_with_kill_on_exit_leaves_no_process(tmp_path: Path, master: FakeMaster, groups: Groups) -> None:
     master.send(start_task("a1", "sleep 600 & sleep 600"))
-    proc = await spawn(tmp_path, "--master", master.url, "--kill-on-exit", "--kill-grace", "1")
+    (tmp_path / "agent-token").write_text("from-a-file\n")
+    proc = await spawn(tmp_path, "--master", master.url, "--kill-on-exit", "--kill-grace", "1",
+                       "--token-file", str(tmp_path / "agent-token"))
     await eventually(lambda: master.latest("a1"), what="a1 reported")
     pgid = pgid_on_disk(tmp_path, "a1", groups)
     proc.send_signal(signal.SIGTERM)
@@ -59,6 +61,7 @@ async def test_sigterm_with_kill_on_exit_leaves_no_process(tmp_path: Path, maste
     assert last is not None and (last.status, last.exit_code) == (ContainerStatus.EXITED, PlatformExit.CONTAINER_LOST)
     node = master.registers[0].node
     assert (node.name, node.labels, node.resources.cpu, node.resources.memory_mb) == ("n1", {"zone": "a"}, 2, 512)
+    assert set(master.authorizations) == {"Bearer from-a-file"}
     lines = stderr.decode().splitlines()
     assert any("registered with the master" in line and "node=n1" in line for line in lines)
     assert any("attempt started" in line and "node=n1" in line and "attempt=a1" in line for line in lines)
@@ -96,3 +99,12 @@ def test_master_is_required(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PAI_MASTER_URL", raising=False)
     result = CliRunner().invoke(agent, [])
     assert result.exit_code == 2 and "--master" in result.output
+
+
+async def test_an_agent_without_a_token_does_not_start(tmp_path: Path, master: FakeMaster) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PAI_AGENT_TOKEN"}
+    proc = await asyncio.create_subprocess_exec(*AGENT, "--master", master.url, "--work-dir", str(tmp_path / "a"),
+                                                env=env, stderr=asyncio.subprocess.PIPE)
+    _, stderr = await asyncio.wait_for(proc.communicate(), 15)
+    assert proc.returncode == 2 and "the master's agent token is required" in stderr.decode()
+    assert master.registers == []

@@ -12,6 +12,8 @@ from pai.nodeagent.logserver import LogServer
 from pai.nodeagent.paths import AgentPaths
 
 LOG = "".join(f"line {i}\n" for i in range(1000))
+TOKEN = "the-agent-token"
+MASTER = {"Authorization": f"Bearer {TOKEN}"}
 
 
 @pytest.fixture
@@ -21,7 +23,7 @@ async def base_url(tmp_path: Path) -> AsyncIterator[str]:
     (paths.attempt("a1") / "stdout.log").write_text(LOG)
     (paths.attempt("a1") / "stderr.log").write_text("oops\n")
     paths.attempt("not-started").mkdir()
-    server = LogServer(paths, "127.0.0.1", 0)
+    server = LogServer(paths, "127.0.0.1", 0, TOKEN)
     port = await server.start()
     assert port == server.port != 0
     yield f"http://127.0.0.1:{port}"
@@ -41,7 +43,7 @@ async def base_url(tmp_path: Path) -> AsyncIterator[str]:
     ],
 )
 async def test_reads(base_url: str, path: str, body: str, size: int) -> None:
-    async with aiohttp.ClientSession() as http, http.get(base_url + path) as resp:
+    async with aiohttp.ClientSession() as http, http.get(base_url + path, headers=MASTER) as resp:
         assert (resp.status, await resp.text()) == (200, body)
         assert resp.content_type == "text/plain"
         assert resp.headers["X-Log-Size"] == str(size)
@@ -58,13 +60,28 @@ async def test_reads(base_url: str, path: str, body: str, size: int) -> None:
     ],
 )
 async def test_refusals(base_url: str, path: str, status: int, code: str) -> None:
-    async with aiohttp.ClientSession() as http, http.get(base_url + path) as resp:
+    async with aiohttp.ClientSession() as http, http.get(base_url + path, headers=MASTER) as resp:
         assert resp.status == status
         assert (await resp.json())["code"] == code
 
 
 @pytest.mark.parametrize("path", ["/logs/a1/state", "/logs/..%2F..%2Fetc/stdout", "/logs/%2E%2E/stdout"])
 async def test_other_paths_are_not_found(base_url: str, path: str) -> None:
-    async with aiohttp.ClientSession() as http, http.get(base_url + path) as resp:
+    async with aiohttp.ClientSession() as http, http.get(base_url + path, headers=MASTER) as resp:
         assert resp.status in (400, 404)
         assert "root:" not in await resp.text()
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        pytest.param({}, id="no-token"),
+        pytest.param({"Authorization": "Bearer wrong"}, id="wrong-token"),
+        pytest.param({"Authorization": f"Basic {TOKEN}"}, id="not-bearer"),
+    ],
+)
+async def test_only_the_master_may_read(base_url: str, headers: dict[str, str]) -> None:
+    async with aiohttp.ClientSession() as http, http.get(base_url + "/logs/a1/stdout", headers=headers) as resp:
+        assert resp.status == 401
+        body = await resp.json()
+        assert body["code"] == "UnauthorizedUserError" and "line 0" not in await resp.text()
