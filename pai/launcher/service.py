@@ -67,6 +67,9 @@ from pai.vc import Decision, schedule
 log = logging.getLogger("pai.launcher")
 
 
+FENCE_SLACK_SECONDS = 2.0
+
+
 @dataclass(frozen=True, slots=True)
 class StopResult:
     job: Job
@@ -78,7 +81,15 @@ class LauncherConfig:
     grace_seconds: float = 10.0
     heartbeat_seconds: float = 1.0
     node_timeout_seconds: float = 30.0
+    fence_grace_seconds: float = 5.0  # how long a fenced task gets between SIGTERM and SIGKILL
     port_range: tuple[int, int] = (20000, 40000)
+
+    @property
+    def fence_window_seconds(self) -> float:
+        """How long after a node is LOST its tasks are requeued: by then its agent (or, if the agent died,
+        the node's fence watchdog) has stopped them. The grace, plus slack for the watchdog's poll and a
+        heartbeat in flight."""
+        return self.fence_grace_seconds + FENCE_SLACK_SECONDS + 2 * self.heartbeat_seconds
 
 
 def _find_node(s: Session, name: str) -> Node | None:
@@ -107,6 +118,7 @@ class Launcher:
         # A node is judged by its silence since the later of its last heartbeat and this master's start,
         # so that a master that was down longer than the timeout does not declare every node lost.
         self.started_at = clock()
+        self._requeued: set[str] = set()  # LOST nodes whose attempts have been ended (until they come back)
 
     # ---- users' requests ----------------------------------------------------------------------
 
@@ -218,7 +230,11 @@ class Launcher:
         reported = {r.attempt_id for r in reports}
         starts = [self._start_command(j, t) for j, t in pending_starts(node, list(by_id.values()), reported)]
         commands: list[StartTask | StopTask] = [*plan.stops, *starts]
-        return MasterReply(tuple(commands), self.config.heartbeat_seconds)
+        return self._reply(tuple(commands))
+
+    def _reply(self, commands: tuple[StartTask | StopTask, ...] = ()) -> MasterReply:
+        c = self.config
+        return MasterReply(commands, c.heartbeat_seconds, c.node_timeout_seconds, c.fence_grace_seconds)
 
     def _start_command(self, job: Job, task: Task) -> StartTask:
         role = job.spec.role(task.role)
@@ -241,28 +257,44 @@ class Launcher:
     # ---- the loop's work ------------------------------------------------------------------------
 
     def check_nodes(self) -> list[str]:
-        """Mark nodes that stopped heartbeating LOST and end their attempts (NODE_LOST, transient)."""
+        """Mark nodes silent for the node timeout LOST (they get nothing new), and once the fencing window has
+        passed too, end their attempts (NODE_LOST, transient: requeued without using a retry). By then the
+        node's agent has stopped them itself, so a task never runs in two places. Returns the nodes that
+        became LOST."""
         now = self.clock()
+        timeout, window = self.config.node_timeout_seconds, self.config.fence_window_seconds
         lost: list[str] = []
+        fenced: dict[str, float] = {}
         with self.db.session() as s:
             for node in store_nodes.list_nodes(s):
                 silent = now - max(node.last_heartbeat, self.started_at)
-                if node.state is NodeState.LOST or silent <= self.config.node_timeout_seconds:
-                    continue
-                store_nodes.set_node_state(s, node.name, NodeState.LOST)
-                lost.append(node.name)
-                log.warning("node lost node=%s silent_for=%.1fs", node.name, silent)
-            if lost:
-                jobs = store_jobs.active_jobs(s)
-                for job in jobs:
-                    new = job
-                    for t in job.tasks:
-                        if t.node in lost and holds_resources(t) and t.attempt_id:
-                            new = self._apply(s, new, Exited(now, t.attempt_id, int(PlatformExit.NODE_LOST),
-                                                             f"node {t.node} lost"))
-                    if new is not job:
-                        store_jobs.save_job(s, new)
+                if node.state is not NodeState.LOST:
+                    self._requeued.discard(node.name)
+                    if silent <= timeout:
+                        continue
+                    store_nodes.set_node_state(s, node.name, NodeState.LOST)
+                    lost.append(node.name)
+                    log.warning("node lost node=%s silent_for=%.1fs requeue_in=%.1fs", node.name, silent,
+                                timeout + window - silent)
+                if silent > timeout + window and node.name not in self._requeued:
+                    fenced[node.name] = silent
+            if fenced:
+                self._requeue_fenced(s, fenced, now)
         return lost
+
+    def _requeue_fenced(self, s: Session, fenced: dict[str, float], now: float) -> None:
+        for job in store_jobs.active_jobs(s):
+            new = job
+            for t in job.tasks:
+                if t.node in fenced and holds_resources(t) and t.attempt_id:
+                    reason = (f"node {t.node} lost: no heartbeat for {fenced[t.node]:.0f}s; requeued once the "
+                              f"fencing window had passed (node timeout {self.config.node_timeout_seconds:g}s + "
+                              f"{self.config.fence_window_seconds:g}s), by which its agent had stopped the task")
+                    new = self._apply(s, new, Exited(now, t.attempt_id, int(PlatformExit.NODE_LOST), reason))
+            if new is not job:
+                store_jobs.save_job(s, new)
+                log.warning("tasks of a lost node requeued job=%s nodes=%s", job.key, ",".join(sorted(fenced)))
+        self._requeued.update(fenced)
 
     def schedule_pass(self) -> Decision:
         now = self.clock()

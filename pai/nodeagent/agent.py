@@ -2,7 +2,9 @@
 
 Every request carries the report of every attempt the node knows (the master reconciles on each one);
 an attempt's exit triggers a heartbeat at once. When the master cannot be reached the agent retries with
-backoff and registers again; it never gives up and never crashes on the master's account.
+backoff and registers again; it never gives up and never crashes on the master's account. But once it has
+had no reply for the node timeout it fences: it stops its tasks, because the master is about to requeue them
+elsewhere (see ``fence.py``, which also covers an agent that dies).
 """
 
 from __future__ import annotations
@@ -11,12 +13,15 @@ import asyncio
 import contextlib
 import logging
 import random
+import subprocess
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pai.nodeagent.codefetch import DEFAULT_MAX_BYTES, CodeFetcher
+from pai.nodeagent.fence import Lease, spawn_watchdog
 from pai.nodeagent.logfmt import BoundLogger, bind
 from pai.nodeagent.logserver import LogServer
 from pai.nodeagent.master_client import MasterClient, MasterRefusedError, MasterUnavailableError
@@ -27,6 +32,7 @@ from pai.nodeagent.runtime import ExitListener, Runtime
 from pai.nodeagent.supervisor import DEFAULT_RETENTION_SECONDS, Supervisor
 from pai.protocol import (
     ContainerReport,
+    ContainerStatus,
     HeartbeatRequest,
     MasterReply,
     NodeInfo,
@@ -38,6 +44,7 @@ from pai.protocol import (
 RuntimeOpener = Callable[[Path, ExitListener, BoundLogger], Awaitable[Runtime]]
 RUNTIMES: dict[str, RuntimeOpener] = {"process": ProcessRuntime.open}
 MIN_HEARTBEAT_SECONDS = 0.05
+FENCE_POLL_SECONDS = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +69,10 @@ class AgentConfig:
     backoff_seconds: float = 0.5
     max_backoff_seconds: float = 30.0
     request_timeout_seconds: float = 10.0
+    # Fencing, until the master's first reply says otherwise (see fence.py).
+    node_timeout_seconds: float = 30.0
+    fence_grace_seconds: float = 5.0
+    watchdog: bool = True  # the lease watchdog process that stops the tasks if this agent dies
 
 
 class Agent:
@@ -80,6 +91,12 @@ class Agent:
         self._supervisor: Supervisor | None = None
         self._resources: NodeResources | None = None
         self._client: MasterClient | None = None
+        self._lease = Lease(config.work_dir, uuid.uuid4().hex)
+        self._watchdog: subprocess.Popen[bytes] | None = None
+        self.node_timeout_seconds = config.node_timeout_seconds
+        self.fence_grace_seconds = config.fence_grace_seconds
+        self._fence_at = 0.0  # time.monotonic() past which, without a reply, the tasks are stopped
+        self.fenced = False  # the tasks were stopped for want of the master; cleared by the next reply
 
     @property
     def supervisor(self) -> Supervisor:
@@ -101,18 +118,24 @@ class Agent:
         self._supervisor = Supervisor(
             runtime, fetcher, self.paths, self.log, retention_seconds=cfg.retention_seconds, on_change=self._wake.set
         )
+        self._fence_at = time.monotonic() + self.node_timeout_seconds
+        self._lease.take_over(self._fence_at, self.fence_grace_seconds)
+        if cfg.watchdog and cfg.runtime == "process":
+            self._watchdog = spawn_watchdog(cfg.work_dir, self._lease.owner, self.paths.runtime_state(cfg.runtime))
         log_server = LogServer(self.paths, cfg.address, cfg.log_port, cfg.token)
         self.log_port = await log_server.start()
         self._client = MasterClient(cfg.master_url, cfg.token, cfg.request_timeout_seconds)
         extra = {"master": cfg.master_url, "log_port": self.log_port, "runtime": cfg.runtime}
         self.log.info("agent started", extra=extra | {"resources": self._resources.total.describe()})
-        loop_task = asyncio.create_task(self._loop())
+        tasks = [asyncio.create_task(self._loop()), asyncio.create_task(self._fence_watch())]
         try:
             await self._stop.wait()
         finally:
-            loop_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await loop_task
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             await self._shutdown(runtime, log_server)
 
     # -- the loop --------------------------------------------------------------------------------------
@@ -147,7 +170,29 @@ class Agent:
             await asyncio.wait_for(self._wake.wait(), seconds)
         self._wake.clear()
 
+    async def _fence_watch(self) -> None:
+        """Stop every task once the master has not answered for the node timeout: it is about to declare the
+        node lost and run them elsewhere, and a task must never run twice."""
+        while True:
+            await asyncio.sleep(min(FENCE_POLL_SECONDS, self.heartbeat_seconds))
+            silent = time.monotonic() - self._fence_at + self.node_timeout_seconds
+            if self.fenced or silent <= self.node_timeout_seconds:
+                continue
+            self.fenced = True
+            running = [r.attempt_id for r in self.supervisor.reports() if r.status is ContainerStatus.RUNNING]
+            reason = (f"fenced: the node agent had no answer from the master for {silent:.0f}s (node timeout "
+                      f"{self.node_timeout_seconds:g}s); the master runs the task elsewhere")
+            self.log.warning("fencing: no answer from the master", extra={"silent": round(silent, 1),
+                                                                         "attempts": ",".join(running)})
+            await self.supervisor.stop_all(self.fence_grace_seconds, int(PlatformExit.NODE_LOST), reason)
+
     async def _apply(self, reply: MasterReply) -> None:
+        self._fence_at = time.monotonic() + reply.node_timeout_seconds
+        self.node_timeout_seconds, self.fence_grace_seconds = reply.node_timeout_seconds, reply.fence_grace_seconds
+        self._lease.renew(self._fence_at, self.fence_grace_seconds)
+        if self.fenced:
+            self.log.info("the master answers again: no longer fenced")
+            self.fenced = False
         self.heartbeat_seconds = max(reply.heartbeat_seconds, MIN_HEARTBEAT_SECONDS)
         for command in reply.commands:
             job = command.job_key if isinstance(command, StartTask) else None
@@ -190,6 +235,10 @@ class Agent:
             )
             with contextlib.suppress(Exception):  # tell the master, if it is still there
                 await asyncio.wait_for(self._master.heartbeat(self._heartbeat_request()), 2.0)
+            self._lease.release()  # nothing left to guard
+            if self._watchdog is not None:
+                self._watchdog.terminate()
+                await asyncio.to_thread(self._watchdog.wait)
         await self.supervisor.close()
         await runtime.close()
         await log_server.close()

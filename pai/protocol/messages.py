@@ -260,12 +260,18 @@ Command = StartTask | StopTask
 class MasterReply:
     commands: tuple[Command, ...] = ()
     heartbeat_seconds: float = 1.0
+    # Fencing: an agent without a reply for ``node_timeout_seconds`` stops its tasks (SIGTERM, then SIGKILL
+    # after ``fence_grace_seconds``): the master requeues them elsewhere only after that window.
+    node_timeout_seconds: float = 30.0
+    fence_grace_seconds: float = 5.0
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "version": PROTOCOL_VERSION,
             "commands": [c.to_dict() for c in self.commands],
             "heartbeatSeconds": self.heartbeat_seconds,
+            "nodeTimeoutSeconds": self.node_timeout_seconds,
+            "fenceGraceSeconds": self.fence_grace_seconds,
         }
 
     @classmethod
@@ -280,4 +286,5 @@ class MasterReply:
                 cmds.append(StopTask.from_dict(c))
             else:
                 raise ProtocolError(f"unknown command type {kind!r}")
-        return cls(tuple(cmds), float(d.get("heartbeatSeconds", 1.0)))
+        return cls(tuple(cmds), float(d.get("heartbeatSeconds", 1.0)), float(d.get("nodeTimeoutSeconds", 30.0)),
+                   float(d.get("fenceGraceSeconds", 5.0)))

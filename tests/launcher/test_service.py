@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from pai.domain.jobspec import JobSpec, TaskRoleSpec
 from pai.domain.node import NodeState
 from pai.domain.resources import Resources
 from pai.launcher.service import Launcher, LauncherConfig
-from pai.protocol.messages import HeartbeatRequest, NodeInfo, RegisterRequest
-from pai.store import nodes
+from pai.protocol import ContainerReport, ContainerStatus
+from pai.protocol.messages import HeartbeatRequest, NodeInfo, RegisterRequest, StartTask
+from pai.store import history, jobs, nodes
 from pai.store.db import Database
 from tests.store.conftest import make_database
 
@@ -83,3 +85,66 @@ def test_a_cordoned_node_that_was_lost_comes_back_cordoned(db: Database) -> None
     launcher.check_nodes()
     launcher.heartbeat(HeartbeatRequest("n1"))
     assert state(db, "n1") is NodeState.READY
+
+
+def _running_job(launcher: Launcher, clock: Clock) -> str:
+    """A 1-task job submitted, placed on n1 and reported running; its attempt id."""
+    spec = JobSpec(name="j", task_roles=(TaskRoleSpec("w", 1, "sleep 600", Resources(0, 1, 256)),), image="busybox")
+    launcher.submit("alice", spec, "{}")
+    launcher.schedule_pass()
+    reply = launcher.heartbeat(HeartbeatRequest("n1"))
+    (start,) = reply.commands
+    assert isinstance(start, StartTask)
+    launcher.heartbeat(HeartbeatRequest("n1", (_running(start.attempt_id),)))
+    return start.attempt_id
+
+
+def _running(attempt: str) -> ContainerReport:
+    return ContainerReport(attempt, "alice~j", "w", 0, ContainerStatus.RUNNING, started_at=1000.0)
+
+
+def _task(db: Database) -> tuple[str, str | None, str]:
+    """The task's state and attempt, and how its first attempt ended."""
+    with db.session() as s:
+        job = jobs.get_job(s, "alice~j")
+        first = history.list_attempts(s, job.id)[0]
+        (t,) = job.tasks
+        return t.state.value, t.attempt_id, first.exit_reason or ""
+
+
+def test_a_lost_nodes_tasks_are_requeued_only_after_the_fencing_window(db: Database) -> None:
+    clock = Clock(1000.0)
+    config = LauncherConfig(node_timeout_seconds=30, fence_grace_seconds=5, heartbeat_seconds=1)
+    launcher = Launcher(db, config, clock=clock)
+    register(launcher, "n1")
+    attempt = _running_job(launcher, clock)
+    reply = launcher.heartbeat(HeartbeatRequest("n1", (_running(attempt),)))
+    assert (reply.node_timeout_seconds, reply.fence_grace_seconds) == (30, 5)  # what the agent fences by
+    assert config.fence_window_seconds == 5 + 2 + 2
+
+    clock.now = 1031.0
+    assert launcher.check_nodes() == ["n1"]
+    assert state(db, "n1") is NodeState.LOST
+    assert _task(db)[:2] == ("RUNNING", attempt)  # its agent may still be stopping it: not requeued yet
+    clock.now = 1038.9
+    launcher.check_nodes()
+    assert _task(db)[:2] == ("RUNNING", attempt)
+    clock.now = 1039.1
+    launcher.check_nodes()
+    task_state, new_attempt, diagnostics = _task(db)
+    assert task_state == "WAITING" and new_attempt != attempt
+    assert "node n1 lost" in diagnostics and "fencing window" in diagnostics
+
+
+def test_a_node_back_inside_the_window_keeps_its_tasks(db: Database) -> None:
+    clock = Clock(1000.0)
+    launcher = Launcher(db, LauncherConfig(node_timeout_seconds=30, fence_grace_seconds=5), clock=clock)
+    register(launcher, "n1")
+    attempt = _running_job(launcher, clock)
+    clock.now = 1032.0
+    assert launcher.check_nodes() == ["n1"]
+    launcher.heartbeat(HeartbeatRequest("n1", (_running(attempt),)))
+    assert state(db, "n1") is NodeState.READY
+    clock.now = 1045.0
+    assert launcher.check_nodes() == []
+    assert _task(db)[:2] == ("RUNNING", attempt)

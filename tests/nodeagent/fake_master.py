@@ -20,6 +20,8 @@ from pai.protocol import (
 @dataclass
 class FakeMaster:
     heartbeat_seconds: float = 0.1
+    node_timeout_seconds: float = 30.0
+    fence_grace_seconds: float = 5.0
     refuse_heartbeats: int = 0  # answer this many heartbeats 404 NoNodeError, as a restarted master would
     registers: list[RegisterRequest] = field(default_factory=list)
     heartbeats: list[HeartbeatRequest] = field(default_factory=list)
@@ -41,7 +43,8 @@ class FakeMaster:
 
     def _reply(self) -> web.Response:
         commands = self._queued.popleft() if self._queued else ()
-        return web.json_response(MasterReply(commands, self.heartbeat_seconds).to_dict())
+        reply = MasterReply(commands, self.heartbeat_seconds, self.node_timeout_seconds, self.fence_grace_seconds)
+        return web.json_response(reply.to_dict())
 
     async def _register(self, request: web.Request) -> web.Response:
         self.authorizations.append(request.headers.get("Authorization"))

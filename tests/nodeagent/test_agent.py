@@ -50,6 +50,7 @@ def config(tmp_path: Path, master_url: str, **changes: Any) -> AgentConfig:
         kill_grace_seconds=1.0,
         backoff_seconds=0.05,
         max_backoff_seconds=0.2,
+        watchdog=False,  # tests/nodeagent/test_fence.py runs the watchdog
     )
     return replace(base, **changes)
 

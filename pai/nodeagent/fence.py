@@ -1,0 +1,147 @@
+"""Fencing: a task runs at most once, even when its agent loses the master or dies.
+
+The master declares a node LOST after ``node_timeout`` without a heartbeat and requeues its tasks elsewhere
+after a further fencing window. Before that window ends the node's tasks must be gone:
+
+- the agent itself stops them (SIGTERM, ``fence_grace``, SIGKILL) once it has had no reply for
+  ``node_timeout`` (see ``Agent._fence_watch``);
+- in case the agent is dead or frozen, it keeps a **lease** on disk (``<work-dir>/lease.json``: until when,
+  on this machine's monotonic clock, its tasks may run) that it renews on every reply, and a **watchdog**
+  process (``python -m pai.nodeagent.fence``), started in a session of its own so that it outlives the agent,
+  stops every running attempt of the process runtime once the lease has expired.
+
+A restarted agent takes the lease over (a new owner id): the watchdog of the agent before it then exits.
+An agent that stops its tasks on the way out releases the lease, and its watchdog exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from pai.nodeagent import attempt_record, process_group
+
+LEASE_FILE = "lease.json"
+POLL_SECONDS = 0.5
+SLACK_SECONDS = 1.0  # the watchdog acts this long after the lease expired: the agent, if alive, goes first
+
+log = logging.getLogger("pai.nodeagent.fence")
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseState:
+    owner: str
+    until: float  # time.monotonic() on this machine
+    grace: float
+    released: bool = False
+
+
+class Lease:
+    """The agent's side: take the lease over, renew it on every reply from the master, release it."""
+
+    def __init__(self, work_dir: Path, owner: str) -> None:
+        self.path = work_dir / LEASE_FILE
+        self.owner = owner
+
+    def take_over(self, default_until: float, grace: float) -> None:
+        """Become the owner; the tasks of an earlier agent keep the time they had left, never more."""
+        previous = read_lease(self.path)
+        until = previous.until if previous is not None and not previous.released else default_until
+        self._write(LeaseState(self.owner, until, grace))
+
+    def renew(self, until: float, grace: float) -> None:
+        self._write(LeaseState(self.owner, until, grace))
+
+    def release(self) -> None:
+        self._write(LeaseState(self.owner, 0.0, 0.0, released=True))
+
+    def _write(self, state: LeaseState) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(asdict(state)))
+        os.replace(tmp, self.path)
+
+
+def read_lease(path: Path) -> LeaseState | None:
+    try:
+        d = json.loads(path.read_text())
+        return LeaseState(str(d["owner"]), float(d["until"]), float(d["grace"]), bool(d.get("released", False)))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def spawn_watchdog(work_dir: Path, owner: str, state_dir: Path) -> subprocess.Popen[bytes]:
+    """Start the watchdog of this agent's lease in a session of its own (it must outlive the agent)."""
+    me = process_group.read_stat(os.getpid())
+    args = [sys.executable, "-m", "pai.nodeagent.fence", str(work_dir), owner, str(state_dir), str(os.getpid()),
+            str(me.start_ticks if me else 0)]
+    with open(work_dir / "fence.log", "ab") as out:
+        return subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True)
+
+
+# ---- the watchdog -------------------------------------------------------------------------------------
+
+
+def running_groups(state_dir: Path) -> list[tuple[str, int]]:
+    """``(attempt id, process group)`` of every attempt of the process runtime that still runs."""
+    groups = []
+    for path in sorted(state_dir.glob("*.json")):
+        record = attempt_record.load(path)
+        if record is None or not record.running or record.pgid is None:
+            continue
+        if process_group.group_members(record.pgid):
+            groups.append((record.attempt_id, record.pgid))
+    return groups
+
+
+def fence(groups: list[tuple[str, int]], grace: float) -> None:
+    """SIGTERM every group, give them ``grace`` seconds together, SIGKILL what is left."""
+    for _, pgid in groups:
+        process_group.signal_group(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and any(process_group.group_members(g) for _, g in groups):
+        time.sleep(process_group.POLL_SECONDS)
+    for _, pgid in groups:
+        while process_group.group_members(pgid):
+            process_group.signal_group(pgid, signal.SIGKILL)
+            time.sleep(process_group.POLL_SECONDS)
+
+
+def watch(work_dir: Path, owner: str, state_dir: Path, agent_pid: int, agent_ticks: int) -> str:
+    """Guard the lease until another agent owns it, it is released, or it expired with the agent gone."""
+    path = work_dir / LEASE_FILE
+    while True:
+        lease = read_lease(path)
+        if lease is None or lease.owner != owner:
+            return "the lease has another owner"
+        if lease.released:
+            return "the agent released the lease"
+        if time.monotonic() > lease.until + SLACK_SECONDS:
+            groups = running_groups(state_dir)
+            if groups:
+                log.warning("lease expired: fencing attempts=%s", ",".join(a for a, _ in groups))
+                fence(groups, lease.grace)
+            if not process_group.is_running(agent_pid, agent_ticks or None):
+                return "the lease expired and the agent is gone: nothing left to guard"
+        time.sleep(POLL_SECONDS)
+
+
+def main(argv: list[str]) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    work_dir, owner, state_dir, pid, ticks = Path(argv[0]), argv[1], Path(argv[2]), int(argv[3]), int(argv[4])
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C in the agent's terminal is not for the watchdog
+    log.info("watching the lease owner=%s agent_pid=%d", owner, pid)
+    with contextlib.suppress(KeyboardInterrupt):
+        log.info("watchdog exits: %s owner=%s", watch(work_dir, owner, state_dir, pid, ticks), owner)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
