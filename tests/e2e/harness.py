@@ -51,6 +51,43 @@ class Cluster:
     tmp: Path
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     logs: dict[str, Path] = field(default_factory=dict)
+    args: dict[str, list[str]] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+
+    def spawn(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
+        """Start ``pai <args>`` as process ``name`` (the master, or an agent); it is stopped at the end."""
+        proc, log = _spawn(name, args, self.tmp, self.env)
+        self.procs[name], self.logs[name], self.args[name] = proc, log, args
+        return proc
+
+    def spawn_agent(self, name: str, address: str, cpus: int, master_url: str | None = None) -> None:
+        self.spawn(name, ["agent", "--master", master_url or self.url, "--name", name, "--address", address,
+                          "--cpus", str(cpus), "--memory-mb", "4096", "--gpus", "0",
+                          "--work-dir", str(self.tmp / name), "--kill-on-exit"])
+
+    def kill(self, name: str) -> None:
+        """SIGKILL the process ``name`` alone (not its tasks, which live in sessions of their own)."""
+        proc = self.procs[name]
+        proc.kill()
+        proc.wait()
+
+    def restart(self, name: str) -> None:
+        if self.procs[name].poll() is None:
+            self.kill(name)
+        self.spawn(name, self.args[name])
+
+    def wait_master(self) -> None:
+        proc, log = self.procs["master"], self.logs["master"]
+
+        def up() -> Any:
+            if proc.poll() is not None:
+                raise AssertionError(f"the master exited {proc.returncode}:\n{log.read_text()[-3000:]}")
+            return self.api.http.json("GET", "/healthz")
+
+        wait_for("the master", up, 30)
+
+    def ready_nodes(self) -> set[str]:
+        return {n["name"] for n in self.api.nodes() if n["state"] == "READY"}
 
     def submit(self, body: str | bytes, content_type: str = "application/json") -> str:
         data = body.encode() if isinstance(body, str) else body
@@ -113,27 +150,18 @@ def cluster(tmp: Path, database_url: str | None, agents: list[tuple[str, str, in
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "PAI_ADMIN_PASSWORD": ADMIN_PASSWORD, "PAI_AGENT_TOKEN": AGENT_TOKEN}
     env.pop("PAI_DATABASE_URL", None)
+    c = Cluster(url, MasterApi(HttpClient(url, timeout=10)), tmp, env=env)
     with ExitStack() as stack:
+        stack.callback(lambda: [_stop(p) for p in reversed(c.procs.values())])
         args = ["master", "--port", str(port), "--data-dir", str(tmp / "master"), "--grace-seconds",
                 str(grace_seconds), "--heartbeat", "0.3", "--node-timeout", "10", *master_args]
         if database_url:
             args += ["--database-url", database_url]
-        proc, log = _spawn("master", args, tmp, env)
-        stack.callback(_stop, proc)
-        c = Cluster(url, MasterApi(HttpClient(url, timeout=10)), tmp, {"master": proc}, {"master": log})
-        def master_up() -> Any:
-            if proc.poll() is not None:
-                raise AssertionError(f"the master exited {proc.returncode}:\n{log.read_text()[-3000:]}")
-            return c.api.http.json("GET", "/healthz")
-
-        wait_for("the master", master_up, 30)
+        c.spawn("master", args)
+        c.wait_master()
         c.api.http.token = c.api.login("admin", ADMIN_PASSWORD)["token"]
         for name, address, cpus in agents:
-            proc, log = _spawn(name, ["agent", "--master", url, "--name", name, "--address", address,
-                                      "--cpus", str(cpus), "--memory-mb", "4096", "--gpus", "0",
-                                      "--work-dir", str(tmp / name), "--kill-on-exit"], tmp, env)
-            stack.callback(_stop, proc)
-            c.procs[name], c.logs[name] = proc, log
+            c.spawn_agent(name, address, cpus)
         names = {a[0] for a in agents}
-        wait_for("agents READY", lambda: names <= {n["name"] for n in c.api.nodes() if n["state"] == "READY"}, 30)
+        wait_for("agents READY", lambda: names <= c.ready_nodes(), 30)
         yield c
