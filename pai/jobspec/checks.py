@@ -8,6 +8,8 @@ from typing import Any
 from pai.domain.codedir import CodeDirError, parse_code_dir
 from pai.domain.errors import InvalidProtocolError
 
+MAX_PORT = 65_535
+
 
 def require_unique(names: Iterable[tuple[str, str]], what: str) -> None:
     """``names`` is ``(field path, name)`` pairs; the second use of a name is the error."""
@@ -21,6 +23,14 @@ def require_unique(names: Iterable[tuple[str, str]], what: str) -> None:
 def require_shm_within_memory(path: str, shm_mb: int, memory_mb: int) -> None:
     if shm_mb > memory_mb:
         raise InvalidProtocolError(f"{path}: {shm_mb} is greater than memoryMB {memory_mb}", field=path)
+
+
+def require_port_range(path: str, begin_at: int, count: int) -> None:
+    """Ports ``beginAt .. beginAt + portNumber - 1`` must all be ports (at most 65535); ``beginAt`` 0: any."""
+    if begin_at > 0 and begin_at + count - 1 > MAX_PORT:
+        raise InvalidProtocolError(
+            f"{path}: ports {begin_at}..{begin_at + count - 1} go past the last port {MAX_PORT}", field=path
+        )
 
 
 def require_code_dir(path: str, value: str) -> None:

@@ -11,7 +11,10 @@ from typing import Any
 import yaml
 
 from pai.domain.errors import InvalidProtocolError
+from pai.jobspec.bounds import MAX_DEPTH, MAX_NODES, check_json_depth, check_values, check_yaml_shape, too_deep
 from pai.jobspec.paths import join_path
+
+__all__ = ["MAX_DEPTH", "MAX_NODES", "Decoded", "Syntax", "decode", "load_json"]
 
 
 class Syntax(Enum):
@@ -25,8 +28,8 @@ class Syntax(Enum):
             return cls.JSON
         if text.lstrip().startswith("{"):
             try:
-                json.loads(text)
-            except ValueError:
+                load_json(text)
+            except InvalidProtocolError:
                 # A YAML flow mapping (``{a: 1}``) is not JSON; a broken JSON object is not YAML either.
                 return cls.YAML if _is_yaml(text) else cls.JSON
             return cls.JSON
@@ -44,10 +47,11 @@ def decode(body: bytes | str, content_type: str | None = None) -> Decoded:
     """Parse ``body`` into a mapping; any failure is an :class:`InvalidProtocolError`."""
     text = _text(body)
     syntax = Syntax.of(text, content_type)
-    data = _load_json(text) if syntax is Syntax.JSON else _load_yaml(text)
+    data = load_json(text) if syntax is Syntax.JSON else _load_yaml(text)
     if not isinstance(data, dict):
         kind = "empty" if data is None else type(data).__name__
         raise InvalidProtocolError(f"job spec must be a mapping, got {kind}", field="")
+    check_values(data)
     return Decoded(config=data, syntax=syntax, text=text)
 
 
@@ -69,13 +73,22 @@ def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _load_json(text: str) -> Any:
+def _no_constant(name: str) -> Any:
+    raise InvalidProtocolError(f"malformed JSON: {name} is not a JSON number", field="")
+
+
+def load_json(text: str) -> Any:
+    """JSON text as Python values, its depth checked first; duplicate keys, ``NaN``/``Infinity`` and numbers too
+    long to convert are an :class:`InvalidProtocolError`."""
+    check_json_depth(text)
     try:
-        return json.loads(text, object_pairs_hook=_reject_duplicates)
+        return json.loads(text, object_pairs_hook=_reject_duplicates, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         raise InvalidProtocolError(
             f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", field=""
         ) from exc
+    except ValueError as exc:  # an integer past sys.get_int_max_str_digits()
+        raise InvalidProtocolError(f"malformed JSON: {exc}".split(";")[0], field="") from exc
 
 
 class _Loader(yaml.SafeLoader):
@@ -92,14 +105,20 @@ _Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)
 
 def _is_yaml(text: str) -> bool:
     try:
+        check_yaml_shape(text, _Loader)
         yaml.load(text, Loader=_Loader)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, ValueError, InvalidProtocolError):
         return False
     return True
 
 
 def _load_yaml(text: str) -> Any:
-    loader = _Loader(text)
+    check_yaml_shape(text, _Loader)
+    try:
+        loader = _Loader(text)
+    except yaml.reader.ReaderError as exc:  # the reader refuses control characters (NUL, ...) before parsing
+        where = f"character {exc.character!r} at position {exc.position}"
+        raise InvalidProtocolError(f"malformed YAML: {exc.reason}: {where}", field="") from exc
     try:
         node = loader.get_single_node()
         if node is None:
@@ -112,41 +131,52 @@ def _load_yaml(text: str) -> Any:
         raise InvalidProtocolError(f"malformed YAML: {exc.problem or exc.context}{where}", field="") from exc
     except yaml.YAMLError as exc:
         raise InvalidProtocolError(f"malformed YAML: {exc}", field="") from exc
+    except ValueError as exc:  # a tagged scalar that does not convert (``!!int abc``, too many digits)
+        raise InvalidProtocolError(f"malformed YAML: {exc}".split(";")[0], field="") from exc
     finally:
         loader.dispose()
 
 
-MAX_NODES = 100_000  # expanded size limit: aliases must not blow a small document up ("billion laughs")
+Walk = Callable[[yaml.Node, str, int], tuple[int, int]]
 
 
 def _check_keys(root: yaml.Node) -> None:
     """Reject duplicate keys (PyYAML silently keeps the last one), non-scalar keys, recursive aliases and
-    documents whose aliases expand past :data:`MAX_NODES` nodes."""
-    sizes: dict[int, int] = {}
+    documents whose aliases expand past :data:`MAX_NODES` nodes or :data:`MAX_DEPTH` levels."""
+    shapes: dict[int, tuple[int, int]] = {}  # id(node) -> (expanded size, height)
     active: set[int] = set()
 
-    def walk(node: yaml.Node, path: str) -> int:
-        if id(node) in sizes:
-            return sizes[id(node)]
+    def walk(node: yaml.Node, path: str, level: int) -> tuple[int, int]:
         if id(node) in active:
             raise InvalidProtocolError(f"{path or '<root>'}: recursive YAML alias", field=path)
-        active.add(id(node))
-        size = 1
-        if isinstance(node, yaml.SequenceNode):
-            size += sum(walk(item, f"{path}[{i}]") for i, item in enumerate(node.value))
-        elif isinstance(node, yaml.MappingNode):
-            size += _walk_mapping(node, path, walk)
-        active.discard(id(node))
-        if size > MAX_NODES:
-            raise InvalidProtocolError(f"{path or '<root>'}: document expands past {MAX_NODES} nodes", field=path)
-        sizes[id(node)] = size
-        return size
+        if id(node) not in shapes:
+            if level > MAX_DEPTH and isinstance(node, yaml.CollectionNode):
+                raise too_deep(f" at {path} (line {node.start_mark.line + 1}, aliases expanded)")
+            active.add(id(node))
+            size, height = 1, 0
+            if isinstance(node, yaml.SequenceNode):
+                for i, item in enumerate(node.value):
+                    item_size, item_height = walk(item, f"{path}[{i}]", level + 1)
+                    size, height = size + item_size, max(height, item_height)
+            elif isinstance(node, yaml.MappingNode):
+                mapping_size, height = _walk_mapping(node, path, level, walk)
+                size += mapping_size
+            active.discard(id(node))
+            if size > MAX_NODES:
+                raise InvalidProtocolError(
+                    f"{path or '<root>'}: document expands past {MAX_NODES} nodes", field=path
+                )
+            shapes[id(node)] = (size, height + 1 if isinstance(node, yaml.CollectionNode) else 0)
+        size, height = shapes[id(node)]
+        if level + height - 1 > MAX_DEPTH:
+            raise too_deep(f" at {path or '<root>'} (line {node.start_mark.line + 1}, aliases expanded)")
+        return size, height
 
-    walk(root, "")
+    walk(root, "", 1)
 
 
-def _walk_mapping(node: yaml.MappingNode, path: str, walk: Callable[[yaml.Node, str], int]) -> int:
-    size = 0
+def _walk_mapping(node: yaml.MappingNode, path: str, level: int, walk: Walk) -> tuple[int, int]:
+    size = height = 0
     seen: set[str] = set()
     for key_node, value_node in node.value:
         if not isinstance(key_node, yaml.ScalarNode):
@@ -154,7 +184,8 @@ def _walk_mapping(node: yaml.MappingNode, path: str, walk: Callable[[yaml.Node, 
             raise InvalidProtocolError(f"{path or '<root>'}: keys must be scalars (line {line})", field=path)
         key = str(key_node.value)
         if key == "<<":  # merge key: its mapping's keys join this one
-            size += walk(value_node, path)
+            merged_size, merged_height = walk(value_node, path, level)
+            size, height = size + merged_size, max(height, merged_height - 1)
             continue
         child = join_path(path, key)
         if key in seen:
@@ -162,5 +193,6 @@ def _walk_mapping(node: yaml.MappingNode, path: str, walk: Callable[[yaml.Node, 
             line = key_node.start_mark.line + 1
             raise InvalidProtocolError(f"{child}: duplicate {what} {key!r} (line {line})", field=child)
         seen.add(key)
-        size += 1 + walk(value_node, child)
-    return size
+        value_size, value_height = walk(value_node, child, level + 1)
+        size, height = size + 1 + value_size, max(height, value_height)
+    return size, height

@@ -8,8 +8,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from pai.domain.jobspec import PRIORITY_CLASSES, JobSpec
+from pai.domain.limits import DEFAULT_JOB_LIMITS, JobLimits
 from pai.jobspec import v1, v2
 from pai.jobspec.decode import Syntax, decode
+from pai.jobspec.limits import check_job_limits
 from pai.jobspec.schema import ProtocolVersion, validate
 
 MASK = "******"
@@ -24,16 +26,21 @@ class ParsedJob:
 
 
 def parse_job(
-    body: bytes | str, content_type: str | None = None, priority_classes: Mapping[str, int] = PRIORITY_CLASSES
+    body: bytes | str,
+    content_type: str | None = None,
+    priority_classes: Mapping[str, int] = PRIORITY_CLASSES,
+    limits: JobLimits = DEFAULT_JOB_LIMITS,
 ) -> ParsedJob:
     """Decode, validate and normalize a job spec.
 
     Raises ``domain.InvalidProtocolError`` (``.field`` = the field path) for malformed JSON/YAML, a body that is
-    not a mapping, a schema violation or a broken reference between sections.
+    not a mapping or is nested too deeply, a schema violation, a job past the cluster's ``limits`` or a broken
+    reference between sections. Everything is checked before anything is built for the job's tasks.
     """
     decoded = decode(body, content_type)
     version = ProtocolVersion.of(decoded.config, from_json=decoded.syntax is Syntax.JSON)
     validate(decoded.config, version)
+    check_job_limits(decoded.config, version, limits)
     config = copy.deepcopy(decoded.config)  # normalizing must never change what /config returns
     normalize = v1.normalize if version is ProtocolVersion.V1 else v2.normalize
     spec = normalize(config, priority_classes)

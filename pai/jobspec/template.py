@@ -10,8 +10,9 @@ from typing import Any
 from pai.domain.errors import InvalidProtocolError
 
 _TAG = re.compile(r"<%(.*?)%>", re.DOTALL)
-_REFERENCE = re.compile(r"\$([A-Za-z_]\w*)((?:\.[^.\[\]\s]+|\[\d+\])*)")
-_STEP = re.compile(r"\.([^.\[\]\s]+)|\[(\d+)\]")
+_REFERENCE = re.compile(r"\$([A-Za-z_]\w*)((?:\.[^.\[\]\s]+|\[[0-9]{1,9}\])*)")
+_STEP = re.compile(r"\.([^.\[\]\s]+)|\[([0-9]{1,9})\]")
+MAX_RENDERED = 65_536  # characters of one rendered field (a role's commands together: see v2._commands)
 # What each namespace is called in errors: "unknown parameter 'x'".
 _NOUNS = {
     "parameters": "parameter",
@@ -22,11 +23,14 @@ _NOUNS = {
 }
 
 
-def render(text: str, scope: Mapping[str, Any], field: str) -> str:
+def render(text: str, scope: Mapping[str, Any], field: str, limit: int = MAX_RENDERED) -> str:
     """Replace every ``<% $namespace.key... %>`` in ``text`` with its value from ``scope``.
 
-    An unknown namespace or key is an :class:`InvalidProtocolError` naming ``field`` and the reference.
+    An unknown namespace or key is an :class:`InvalidProtocolError` naming ``field`` and the reference; so is a
+    result longer than ``limit`` characters, refused as soon as the substitutions pass it (a large parameter
+    referenced many times must not grow the master's memory).
     """
+    length = [len(text)]
 
     def substitute(match: re.Match[str]) -> str:
         inner = match.group(1).strip()
@@ -48,9 +52,22 @@ def render(text: str, scope: Mapping[str, Any], field: str) -> str:
                 noun = _NOUNS.get(namespace, namespace)
                 shown = steps.lstrip(".")
                 raise InvalidProtocolError(f"{field}: unknown {noun} {shown!r} in {match.group(0)!r}", field=field)
-        return _show(value)
+        shown_value = _show(value)
+        length[0] += len(shown_value) - len(match.group(0))
+        _check_length(length[0], limit, field)
+        return shown_value
 
+    _check_length(len(text), limit, field)
     return _TAG.sub(substitute, text)
+
+
+def _check_length(length: int, limit: int, field: str) -> None:
+    if length > limit:
+        raise InvalidProtocolError(
+            f"{field}: longer than {MAX_RENDERED} characters once templates are rendered"
+            " (a role's commands count together)",
+            field=field,
+        )
 
 
 _MISSING = object()
@@ -60,7 +77,7 @@ def _step(value: Any, key: str | None, index: str | None) -> Any:
     if key is not None:
         if isinstance(value, Mapping) and key in value:
             return value[key]
-        if isinstance(value, list) and key.isdigit() and int(key) < len(value):
+        if isinstance(value, list) and key.isascii() and key.isdigit() and len(key) <= 9 and int(key) < len(value):
             return value[int(key)]
         return _MISSING
     assert index is not None

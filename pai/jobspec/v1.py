@@ -7,7 +7,14 @@ from typing import Any
 
 from pai.domain.jobspec import PRIORITY_CLASSES, JobSpec, PortSpec, TaskRoleSpec
 from pai.domain.resources import Resources
-from pai.jobspec.checks import require_code_dir, require_shm_within_memory, require_unique, whole, whole_or_none
+from pai.jobspec.checks import (
+    require_code_dir,
+    require_port_range,
+    require_shm_within_memory,
+    require_unique,
+    whole,
+    whole_or_none,
+)
 from pai.jobspec.extras import Extras
 
 DEFAULT_SHM_MB = 64
@@ -52,6 +59,8 @@ def _role(index: int, role: dict[str, Any], image: str, gpu_type: str | None) ->
     require_shm_within_memory(f"{path}.shmMB", shm_mb, memory_mb)
     port_list: list[dict[str, Any]] = role.get("portList") or []
     require_unique(((f"{path}.portList[{i}].label", p["label"]) for i, p in enumerate(port_list)), "port label")
+    for i, p in enumerate(port_list):
+        require_port_range(f"{path}.portList[{i}].portNumber", whole(p["beginAt"]), whole(p["portNumber"]))
     return TaskRoleSpec(
         name=role["name"],
         instances=whole(role["taskNumber"]),

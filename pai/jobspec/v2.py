@@ -10,7 +10,7 @@ from pai.domain.jobspec import PRIORITY_CLASSES, JobSpec, PortSpec, TaskRoleSpec
 from pai.domain.resources import Resources
 from pai.jobspec.checks import require_shm_within_memory, require_unique, whole, whole_or_none
 from pai.jobspec.extras import Extras
-from pai.jobspec.template import render
+from pai.jobspec.template import MAX_RENDERED, render
 
 DEFAULT_SHM_MB = 64
 DEFAULT_MIN_FAILED = 1
@@ -129,7 +129,13 @@ def _commands(
     parts.append((f"{path}.commands", role["commands"]))
     if "postCommands" in hooks:
         parts.append(hooks["postCommands"])
-    return [render(c.strip(), scope, f"{where}[{i}]") for where, commands in parts for i, c in enumerate(commands)]
+    rendered: list[str] = []
+    budget = MAX_RENDERED  # the role's command, every line joined, stays within one limit
+    for where, commands in parts:
+        for i, command in enumerate(commands):
+            rendered.append(render(command.strip(), scope, f"{where}[{i}]", limit=budget))
+            budget -= len(rendered[-1]) + 1
+    return rendered
 
 
 def _threshold(completion: dict[str, Any], key: str, path: str, default: int | None) -> int | None:

@@ -38,19 +38,18 @@ class Cluster:
         return VcStatus.RUNNING if any(v.name == name for v in self.config.vcs) or name == DEFAULT_VC else None
 
 
-def document(stored: list[vcs.StoredVc], scheduler: dict[str, Any] | None,
-             classes: dict[str, Any] | None) -> dict[str, Any]:
+SETTINGS = ("scheduler", "priorityClasses", "limits")  # the configuration's sections kept in cluster_settings
+
+
+def document(stored: list[vcs.StoredVc], settings: dict[str, dict[str, Any] | None]) -> dict[str, Any]:
     doc: dict[str, Any] = {"virtualClusters": [v.spec for v in stored] or [{"name": DEFAULT_VC}]}
-    if scheduler:
-        doc["scheduler"] = scheduler
-    if classes:
-        doc["priorityClasses"] = classes
+    doc.update({key: value for key, value in settings.items() if value})
     return doc
 
 
 def load(s: Session) -> Cluster:
     stored = vcs.list_vcs(s)
-    doc = document(stored, vcs.get_setting(s, "scheduler"), vcs.get_setting(s, "priorityClasses"))
+    doc = document(stored, {key: vcs.get_setting(s, key) for key in SETTINGS})
     return Cluster(parse_config(doc), {v.name: v.status for v in stored}, {v.name: v.spec for v in stored})
 
 
@@ -59,10 +58,9 @@ def apply_file(s: Session, doc: dict[str, Any], now: float) -> None:
     parse_config(doc)  # names and classes checked before anything is written
     for spec in doc.get("virtualClusters", []):
         vcs.put_vc(s, spec, now)
-    if "scheduler" in doc:
-        vcs.put_setting(s, "scheduler", doc["scheduler"])
-    if "priorityClasses" in doc:
-        vcs.put_setting(s, "priorityClasses", doc["priorityClasses"])
+    for key in SETTINGS:
+        if key in doc:
+            vcs.put_setting(s, key, doc[key])
 
 
 def cluster_total(nodes: Iterable[Node]) -> Resources:
@@ -90,9 +88,5 @@ def quotas(cluster: Cluster, total: Resources) -> tuple[VcQuota, ...]:
         if e.message != _last_problem[0]:
             log.error("guarantees do not fit the cluster; reclaim is off until they do reason=%s", e.message)
             _last_problem[0] = e.message
-        relaxed = ClusterConfig(
-            tuple(replace(v, guaranteed={}) for v in cluster.config.vcs),
-            cluster.config.scheduler,
-            cluster.config.priority_classes,
-        )
+        relaxed = replace(cluster.config, vcs=tuple(replace(v, guaranteed={}) for v in cluster.config.vcs))
         return relaxed.quotas(total)

@@ -72,7 +72,7 @@ class VcAdmin:
         with self.db.session() as s:
             clu = cluster.load(s)
             specs = [v for v in (clu.specs or {}).values() if v["name"] != spec["name"]]
-            doc = cluster.document([], None, None)
+            doc = cluster.document([], {})
             doc["virtualClusters"] = [*specs, spec]
             candidate = parse_config(doc)
             total = cluster.cluster_total(store_nodes.list_nodes(s))

@@ -14,7 +14,7 @@ from pai.launcher.loop import LauncherLoop, StoreThread
 from pai.launcher.service import Launcher
 from pai.launcher.vcadmin import VcAdmin
 from pai.rest_server.config import MasterConfig
-from pai.rest_server.errors import error_middleware
+from pai.rest_server.errors import PARSER_LINE_LIMIT, add_request_id, error_middleware
 from pai.rest_server.keys import AGENT_TOKEN, CONFIG, DB, HTTP, LAUNCHER, LOOP, STORE, VCADMIN
 from pai.rest_server.routes import routes
 from pai.store import users
@@ -68,7 +68,11 @@ async def _http_client(app: web.Application) -> AsyncIterator[None]:
 
 
 def make_app(config: MasterConfig) -> web.Application:
-    app = web.Application(middlewares=[error_middleware], client_max_size=4 * 1024 * 1024)
+    # aiohttp's parser answers a longer request line or header itself, in plain text; below its limit the error
+    # middleware refuses what is too long with a JSON 414/431 (see pai.rest_server.errors).
+    parser = {"max_line_size": PARSER_LINE_LIMIT, "max_field_size": PARSER_LINE_LIMIT}
+    app = web.Application(middlewares=[error_middleware], client_max_size=config.max_body_bytes, handler_args=parser)
+    app.on_response_prepare.append(add_request_id)
     app[CONFIG] = config
     app.cleanup_ctx.extend([_database, _launcher_loop, _http_client])
     app.add_routes(routes)

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import ipaddress
-import json
 from typing import Any
 
 from aiohttp import web
 
 from pai import __version__
-from pai.domain.errors import ForbiddenUserError, InvalidParametersError, UnauthorizedUserError
+from pai.domain.errors import ForbiddenUserError, InvalidParametersError, InvalidProtocolError, UnauthorizedUserError
+from pai.domain.limits import INT32_MAX
 from pai.domain.node import NodeState
+from pai.jobspec.decode import load_json
 from pai.protocol.messages import HeartbeatRequest, ProtocolError, RegisterRequest
 from pai.rest_server.auth import check_agent, current_user
 from pai.rest_server.keys import CONFIG, LAUNCHER, LOOP, STORE
@@ -42,13 +43,19 @@ async def healthz(request: web.Request) -> web.Response:
     return web.json_response({"status": "ok", "schedulingPasses": request.app[LOOP].passes})
 
 
-async def json_body(request: web.Request) -> dict[str, Any]:
+async def json_body(request: web.Request, hint: str = "") -> dict[str, Any]:
+    """The request's JSON object, read within the body limit and decoded with the job spec's bounds (depth,
+    duplicate keys, numbers); anything else is a 400 naming ``body``."""
+    wanted = f"body: must be a JSON object{' ' + hint if hint else ''}"
+    raw = await request.read()
     try:
-        body = await request.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise InvalidParametersError("body: must be a JSON object") from None
+        body = load_json(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InvalidParametersError(f"{wanted}; it is not UTF-8", field="body") from None
+    except InvalidProtocolError as e:
+        raise InvalidParametersError(f"{wanted}; {e.message.removeprefix('<root>: ')}", field="body") from None
     if not isinstance(body, dict):
-        raise InvalidParametersError("body: must be a JSON object")
+        raise InvalidParametersError(wanted, field="body")
     return body
 
 
@@ -59,8 +66,10 @@ async def login(request: web.Request) -> web.Response:
         raise InvalidParametersError("username and password: both are required strings", field="username")
     config = request.app[CONFIG]
     expiration = body.get("expiration", config.token_ttl_seconds)
-    if not isinstance(expiration, int) or expiration <= 0:
-        raise InvalidParametersError("expiration: must be a positive number of seconds", field="expiration")
+    if isinstance(expiration, bool) or not isinstance(expiration, int) or not 0 < expiration <= INT32_MAX:
+        raise InvalidParametersError(
+            f"expiration: must be a positive number of seconds, at most {INT32_MAX}", field="expiration"
+        )
     launcher = request.app[LAUNCHER]
 
     def run() -> tuple[str, bool]:

@@ -1,59 +1,39 @@
-"""Job handlers: submit, list, detail, config, attempts, stop, logs."""
+"""Job handlers: list, detail, config, attempts, stop, logs (submission: ``pai.rest_server.submit``)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import yaml
 from aiohttp import ClientError, ClientTimeout, web
 
-from pai.domain.errors import ForbiddenUserError, InvalidParametersError, NoTaskError
+from pai.domain.errors import InvalidParametersError, NoTaskError
 from pai.domain.job import Job
+from pai.domain.limits import INT32_MAX
 from pai.domain.states import JobState
-from pai.jobspec import parse_job, stored_config
+from pai.jobspec import stored_config
 from pai.rest_server.auth import current_user
+from pai.rest_server.handlers import json_body
 from pai.rest_server.keys import AGENT_TOKEN, HTTP, LAUNCHER, LOOP, STORE
 from pai.rest_server.views import attempt_view, job_detail, job_summary
 from pai.store import history, nodes
 from pai.store import jobs as store_jobs
 
 
-async def _submit(request: web.Request, user: str) -> web.Response:
-    body = await request.read()
-    classes = await request.app[STORE].call(request.app[LAUNCHER].priority_classes)
-    parsed = parse_job(body, request.content_type, classes)
-    job = await request.app[STORE].call(request.app[LAUNCHER].submit, user, parsed.spec, parsed.text)
-    request.app[LOOP].wake()
-    return web.json_response(
-        {"message": f"update job {job.name} successfully", "jobName": job.key}, status=202
-    )
-
-
-async def submit_v2(request: web.Request) -> web.Response:
-    user = await current_user(request)
-    return await _submit(request, user.name)
-
-
-async def submit_v1(request: web.Request) -> web.Response:
-    user = await current_user(request)
-    owner = request.match_info["user"]
-    if owner != user.name:
-        raise ForbiddenUserError(f"user {user.name} may not submit jobs as {owner}")
-    return await _submit(request, owner)
-
-
 def _int_param(request: web.Request, name: str, default: int | None) -> int | None:
     raw = request.query.get(name)
     if raw is None or raw == "":
         return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise InvalidParametersError(f"{name}: {raw!r} is not an integer", field=name) from None
-    if value < 0:
-        raise InvalidParametersError(f"{name}: {value} is less than the minimum of 0", field=name)
-    return value
+    negative, written = raw.startswith("-"), raw.removeprefix("-")
+    shown = raw if len(raw) <= 20 else raw[:17] + "..."
+    if not (written.isascii() and written.isdigit()):
+        raise InvalidParametersError(f"{name}: {shown!r} is not an integer", field=name)
+    digits = written.lstrip("0") or "0"  # int() of a long text is refused; leading zeros are not digits
+    if negative and digits != "0":
+        raise InvalidParametersError(f"{name}: {shown} is less than the minimum of 0", field=name)
+    if len(digits) > 10 or int(digits) > INT32_MAX:
+        raise InvalidParametersError(f"{name}: {shown} is greater than the maximum of {INT32_MAX}", field=name)
+    return int(digits)
 
 
 def _states(raw: str | None) -> list[JobState] | None:
@@ -140,11 +120,8 @@ async def job_attempts(request: web.Request) -> web.Response:
 
 async def execution_type(request: web.Request) -> web.Response:
     user = await current_user(request)
-    try:
-        body = await request.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise InvalidParametersError("body: must be JSON like {\"value\": \"STOP\"}", field="value") from None
-    value = body.get("value") if isinstance(body, dict) else None
+    body = await json_body(request, 'like {"value": "STOP"}')
+    value = body.get("value")
     if value not in ("STOP", "START"):
         raise InvalidParametersError(f"value: {value!r} is not one of STOP, START", field="value")
     key = _key(request)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from pai.rest_server import handlers as h
-from pai.rest_server import jobs, vcs
+from pai.rest_server import jobs, submit, vcs
 
 JOB = "/api/v2/jobs/{key:[^/]+~[^/]+}"
 
@@ -15,8 +15,8 @@ routes: list[web.RouteDef] = [
     web.get("/healthz", h.healthz),
     web.post("/api/v1/authn/basic/login", h.login),
     web.post("/api/v2/authn/basic/login", h.login),
-    web.post("/api/v1/user/{user}/jobs", jobs.submit_v1),
-    web.post("/api/v2/jobs", jobs.submit_v2),
+    web.post("/api/v1/user/{user}/jobs", submit.submit_v1),
+    web.post("/api/v2/jobs", submit.submit_v2),
     web.get("/api/v2/jobs", jobs.list_jobs),
     web.get(JOB, jobs.job_detail_handler),
     web.get(JOB + "/config", jobs.job_config),

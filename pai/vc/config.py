@@ -12,6 +12,7 @@ from typing import Any
 
 from pai.domain.errors import InvalidParametersError
 from pai.domain.jobspec import PRIORITY_CLASSES
+from pai.domain.limits import DEFAULT_JOB_LIMITS, JobLimits
 from pai.domain.resources import ZERO, Resources
 from pai.vc.policy import DEFAULT_CONFIG, PreemptionPolicy, Reclaim, SchedulerConfig, WhileBorrowing, WithinVc
 from pai.vc.quota import DEFAULT_VC, resolve_resources, validate_guarantees
@@ -62,6 +63,7 @@ class ClusterConfig:
     vcs: tuple[VcConfig, ...] = (VcConfig(DEFAULT_VC),)
     scheduler: SchedulerConfig = DEFAULT_CONFIG
     priority_classes: dict[str, int] = field(default_factory=lambda: dict(PRIORITY_CLASSES))
+    limits: JobLimits = DEFAULT_JOB_LIMITS
 
     def quotas(self, total: Resources) -> tuple[VcQuota, ...]:
         """Absolute quotas for a cluster of ``total``; ``default`` (added when missing) without a guarantee
@@ -99,7 +101,15 @@ def parse_config(doc: Mapping[str, Any]) -> ClusterConfig:
                 f"priority class {name!r} is OpenPAI's ({PRIORITY_CLASSES[name]}) and cannot be redefined",
                 field=f"priorityClasses.{name}")
         classes[name] = int(value)
-    return ClusterConfig(vcs, scheduler_config(doc.get("scheduler", {})), classes)
+    return ClusterConfig(vcs, scheduler_config(doc.get("scheduler", {})), classes, job_limits(doc.get("limits", {})))
+
+
+def job_limits(d: Mapping[str, Any]) -> JobLimits:
+    base = DEFAULT_JOB_LIMITS
+    return JobLimits(
+        tasks_per_role=int(d.get("tasksPerRole", base.tasks_per_role)),
+        tasks_per_job=int(d.get("tasksPerJob", base.tasks_per_job)),
+    )
 
 
 def vc_config(d: Mapping[str, Any]) -> VcConfig:
