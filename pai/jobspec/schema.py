@@ -78,6 +78,8 @@ def describe(error: ValidationError) -> tuple[str, str]:
         case "minProperties":
             return path, f"must have at least {value} entr{'ies' if value != 1 else 'y'}"
         case "maxLength":
+            if "propertyNames" in error.schema_path:
+                return join_path(path, str(instance)), f"name is longer than {value} characters"
             return path, f"is longer than {value} characters"
         case "type":
             types = [value] if isinstance(value, str) else list(value)
