@@ -10,6 +10,20 @@ bash scripts/setup.sh
 "$PY" -m pip install --quiet --disable-pip-version-check -e '.[dev,torch]'
 "$PY" -m pip check
 
+# Debian packages the tests use: a Docker Engine (tests/dockerkit.py starts its own dockerd on a private socket)
+# and busybox-static (its test image). Root, or sudo, installs them.
+need=()
+command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
+command -v busybox >/dev/null 2>&1 || need+=(busybox-static)
+if [ ${#need[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo -n"
+  echo "test setup: installing Debian packages: ${need[*]}"
+  if ! { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}"; } >/dev/null; then
+    echo "test setup: could not install ${need[*]} (needs root or sudo); the docker tests will be skipped" >&2
+  fi
+fi
+
 # PostgreSQL runs on these machines; start it if it was stopped (the suite also runs against it).
 if command -v pg_ctlcluster >/dev/null 2>&1 && ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
   pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n1)" main start || true

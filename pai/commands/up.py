@@ -26,6 +26,7 @@ from pai.cli.errors import CliError
 from pai.cli.http import HttpClient
 from pai.cli.submit import prepare_spec, wait_for_job
 from pai.commands.logs import setup_logging
+from pai.nodeagent.docker_runtime import engine_answers
 from pai.store.db import default_data_dir
 
 
@@ -55,6 +56,23 @@ def _require_free_port(host: str, port: int) -> None:
             f"port {port} is taken by a pai master that is already running at {url}{where}. Use it "
             f"(pai login --master {url}), stop it, or start another cluster with pai up --port N --data-dir DIR.")
     raise click.ClickException(f"port {port} on {host} is in use by another program; choose another: pai up --port N")
+
+
+def _choose_runtime(asked: str) -> str:
+    """The agent's runtime, said in one line: docker where an engine answers (unless asked otherwise)."""
+    if asked == "process":
+        click.echo("runtime: process (asked for): tasks run as processes on this machine; images are not used")
+        return asked
+    why_not = engine_answers()
+    where = os.environ.get("DOCKER_HOST") or "the default socket"
+    if why_not is None:
+        click.echo(f"runtime: docker: a Docker Engine answers at {where}; tasks run in their images")
+        return "docker"
+    if asked == "docker":
+        raise click.ClickException(f"--runtime docker: no Docker Engine answers at {where}: {why_not}")
+    click.echo(f"runtime: process: no Docker Engine answers at {where}, so tasks run as processes on this "
+               "machine and their images are not used")
+    return "process"
 
 
 def _credentials(data_dir: Path) -> tuple[str, str]:
@@ -145,18 +163,21 @@ def _run(url: str, password: str, file: Path) -> int:
               help="Data directory (default: PAI_DATA_DIR or ~/.local/share/pai; a throwaway one with --run).")
 @click.option("--run", "run_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="Submit FILE, wait for it, print its tasks' output, then stop everything.")
+@click.option("--runtime", type=click.Choice(("auto", "docker", "process")), default="auto", show_default=True,
+              help="The local agent's runtime: docker where a Docker Engine answers, else process.")
 @click.option("--gpus", type=int, default=None, help="GPUs of the local agent (default: detected, else 0).")
 @click.option("--cpus", type=int, default=None, help="CPU slots of the local agent (default: 4 per core).")
 @click.option("--memory-mb", type=int, default=None, help="Memory of the local agent (default: detected).")
-def up(host: str, port: int | None, data_dir: Path | None, run_file: Path | None, gpus: int | None, cpus: int | None,
-       memory_mb: int | None) -> None:
+def up(host: str, port: int | None, data_dir: Path | None, run_file: Path | None, runtime: str, gpus: int | None,
+       cpus: int | None, memory_mb: int | None) -> None:
     """Run an embedded cluster: a master on SQLite, one local agent and an admin user."""
     setup_logging("up")
+    runtime = _choose_runtime(runtime)
     if cpus is None:
         # The process runtime does not pin CPUs: the embedded cluster offers 4 slots per core so that a
         # small distributed job (e.g. examples/hello-v1.json, 3 tasks) fits on a 2-core laptop.
         cpus = 4 * len(os.sched_getaffinity(0))
-    flags: list[str] = []
+    flags: list[str] = ["--runtime", runtime]
     for name, value in (("--gpus", gpus), ("--cpus", cpus), ("--memory-mb", memory_mb)):
         if value is not None:
             flags += [name, str(value)]

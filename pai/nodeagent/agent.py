@@ -16,19 +16,19 @@ import random
 import subprocess
 import time
 import uuid
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pai.nodeagent.codefetch import DEFAULT_MAX_BYTES, CodeFetcher
+from pai.nodeagent.docker_runtime import DockerRuntime, engine_answers
 from pai.nodeagent.fence import Lease, spawn_watchdog
-from pai.nodeagent.logfmt import BoundLogger, bind
+from pai.nodeagent.logfmt import bind
 from pai.nodeagent.logserver import LogServer
 from pai.nodeagent.master_client import MasterClient, MasterRefusedError, MasterUnavailableError
 from pai.nodeagent.paths import AgentPaths
 from pai.nodeagent.process_runtime import ProcessRuntime
 from pai.nodeagent.resources import NodeResources, Nvml, detect
-from pai.nodeagent.runtime import ExitListener, Runtime
+from pai.nodeagent.runtime import Runtime
 from pai.nodeagent.supervisor import DEFAULT_RETENTION_SECONDS, Supervisor
 from pai.protocol import (
     ContainerReport,
@@ -41,8 +41,7 @@ from pai.protocol import (
     StartTask,
 )
 
-RuntimeOpener = Callable[[Path, ExitListener, BoundLogger], Awaitable[Runtime]]
-RUNTIMES: dict[str, RuntimeOpener] = {"process": ProcessRuntime.open}
+RUNTIMES = ("auto", "docker", "process")
 MIN_HEARTBEAT_SECONDS = 0.05
 FENCE_POLL_SECONDS = 0.5
 
@@ -59,7 +58,8 @@ class AgentConfig:
     gpu_type: str | None = None
     labels: dict[str, str] = field(default_factory=dict)
     log_port: int = 0  # 0: pick a free port
-    runtime: str = "process"
+    runtime: str = "auto"  # docker where an engine answers, else process
+    docker_host: str | None = None  # None: DOCKER_HOST or the default socket
     heartbeat_seconds: float = 1.0  # until the master's reply says otherwise
     token: str | None = None
     kill_on_exit: bool = False  # stop every attempt when the agent exits (``pai up``)
@@ -79,6 +79,7 @@ class Agent:
     def __init__(self, config: AgentConfig, nvml: Nvml | None = None) -> None:
         if config.runtime not in RUNTIMES:
             raise ValueError(f"unknown runtime {config.runtime!r} (known: {', '.join(RUNTIMES)})")
+        self.runtime_name = config.runtime if config.runtime != "auto" else ""
         self.config = config
         self.paths = AgentPaths(config.work_dir)
         self.log = bind(logging.getLogger("pai.nodeagent"), node=config.name)
@@ -113,19 +114,20 @@ class Agent:
             detect, gpus=cfg.gpus, cpus=cfg.cpus, memory=cfg.memory_mb, gpu_type=cfg.gpu_type,
             nvml=self._nvml, logger=self.log,
         )  # fmt: skip
-        runtime = await RUNTIMES[cfg.runtime](self.paths.runtime_state(cfg.runtime), self._on_exit, self.log)
+        runtime = await self._open_runtime()
         fetcher = CodeFetcher(self.paths.code_cache, cfg.code_max_bytes)
         self._supervisor = Supervisor(
             runtime, fetcher, self.paths, self.log, retention_seconds=cfg.retention_seconds, on_change=self._wake.set
         )
         self._fence_at = time.monotonic() + self.node_timeout_seconds
         self._lease.take_over(self._fence_at, self.fence_grace_seconds)
-        if cfg.watchdog and cfg.runtime == "process":
-            self._watchdog = spawn_watchdog(cfg.work_dir, self._lease.owner, self.paths.runtime_state(cfg.runtime))
+        if cfg.watchdog:
+            state = self.paths.runtime_state(self.runtime_name)
+            self._watchdog = spawn_watchdog(cfg.work_dir, self._lease.owner, state, self.runtime_name, cfg.docker_host)
         log_server = LogServer(self.paths, cfg.address, cfg.log_port, cfg.token)
         self.log_port = await log_server.start()
         self._client = MasterClient(cfg.master_url, cfg.token, cfg.request_timeout_seconds)
-        extra = {"master": cfg.master_url, "log_port": self.log_port, "runtime": cfg.runtime}
+        extra = {"master": cfg.master_url, "log_port": self.log_port, "runtime": self.runtime_name}
         self.log.info("agent started", extra=extra | {"resources": self._resources.total.describe()})
         tasks = [asyncio.create_task(self._loop()), asyncio.create_task(self._fence_watch())]
         try:
@@ -137,6 +139,22 @@ class Agent:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
             await self._shutdown(runtime, log_server)
+
+    async def _open_runtime(self) -> Runtime:
+        """The configured runtime; ``auto`` is docker where an engine answers, else process (said in the log)."""
+        cfg = self.config
+        if cfg.runtime == "auto":
+            why_not = await asyncio.to_thread(engine_answers, cfg.docker_host)
+            self.runtime_name = "process" if why_not else "docker"
+            self.log.info(f"runtime {self.runtime_name}: " + (f"no Docker Engine ({why_not})" if why_not
+                                                               else "a Docker Engine answers"))
+        state = self.paths.runtime_state(self.runtime_name)
+        if self.runtime_name == "docker":
+            assert self._resources is not None
+            gpu_devices = self._resources.nvml.available and self._resources.total.gpu > 0
+            return await DockerRuntime.open(state, self._on_exit, self.log, base_url=cfg.docker_host,
+                                            gpu_devices=gpu_devices)
+        return await ProcessRuntime.open(state, self._on_exit, self.log)
 
     # -- the loop --------------------------------------------------------------------------------------
 
@@ -211,7 +229,7 @@ class Agent:
         assert res is not None
         node = NodeInfo(
             name=cfg.name, address=cfg.address, resources=res.total, gpu_type=res.gpu_type,
-            labels=dict(cfg.labels), log_port=self.log_port, runtime=cfg.runtime,
+            labels=dict(cfg.labels), log_port=self.log_port, runtime=self.runtime_name,
         )  # fmt: skip
         return RegisterRequest(node, self._reports(), res.gpu_health())
 

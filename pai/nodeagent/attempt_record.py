@@ -49,10 +49,11 @@ class AttemptRecord:
     stop_requested: bool = False
     stop_exit_code: int | None = None  # from the StopTask: replaces the process's own code
     stop_reason: str | None = None
+    note: str | None = None  # added to the reason the attempt ends with (e.g. an image the runtime ignored)
 
     @classmethod
-    def for_command(cls, cmd: StartTask, workdir: Path) -> AttemptRecord:
-        return cls(cmd.attempt_id, cmd.job_key, cmd.role, cmd.index, str(workdir))
+    def for_command(cls, cmd: StartTask, workdir: Path, note: str | None = None) -> AttemptRecord:
+        return cls(cmd.attempt_id, cmd.job_key, cmd.role, cmd.index, str(workdir), note=note)
 
     @property
     def running(self) -> bool:
@@ -70,6 +71,8 @@ class AttemptRecord:
             exit_code = self.stop_exit_code
         if self.stop_requested and self.stop_reason is not None:
             reason = self.stop_reason
+        if self.note:
+            reason = f"{reason}; {self.note}" if reason else self.note
         return replace(self, status=ContainerStatus.EXITED, exit_code=exit_code, reason=reason, finished_at=now)
 
     def lost(self, now: float) -> AttemptRecord:

@@ -36,7 +36,10 @@ def _labels(ctx: click.Context, param: click.Parameter, values: tuple[str, ...])
 @click.option("--label", "labels", multiple=True, callback=_labels, help="A node label k=v (repeatable).")
 @click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), help="Default: ~/.pai/agent/<name>.")
 @click.option("--log-port", type=click.IntRange(0, 65535), default=0, show_default=True, help="0 picks a free port.")
-@click.option("--runtime", type=click.Choice(sorted(RUNTIMES)), default="process", show_default=True)
+@click.option("--runtime", type=click.Choice(RUNTIMES), default="auto", show_default=True,
+              help="docker: containers (a Docker Engine); process: host processes (laptops, tests); "
+                   "auto: docker where an engine answers.")
+@click.option("--docker-host", envvar="DOCKER_HOST", help="The Docker Engine (default: DOCKER_HOST, else its socket).")
 @click.option("--heartbeat", type=click.FloatRange(min=0.05), default=1.0, show_default=True,
               help="Seconds between heartbeats until the master sets it.")  # fmt: skip
 @click.option("--token", envvar="PAI_AGENT_TOKEN",
@@ -61,6 +64,7 @@ def agent(
     work_dir: Path | None,
     log_port: int,
     runtime: str,
+    docker_host: str | None,
     heartbeat: float,
     token: str | None,
     token_file: Path | None,
@@ -88,6 +92,7 @@ def agent(
         labels=labels,
         log_port=log_port,
         runtime=runtime,
+        docker_host=docker_host,
         heartbeat_seconds=heartbeat,
         token=token,
         kill_on_exit=kill_on_exit,

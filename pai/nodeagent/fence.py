@@ -8,7 +8,8 @@ after a further fencing window. Before that window ends the node's tasks must be
 - in case the agent is dead or frozen, it keeps a **lease** on disk (``<work-dir>/lease.json``: until when,
   on this machine's monotonic clock, its tasks may run) that it renews on every reply, and a **watchdog**
   process (``python -m pai.nodeagent.fence``), started in a session of its own so that it outlives the agent,
-  stops every running attempt of the process runtime once the lease has expired.
+  stops every running attempt once the lease has expired (the process runtime's process groups, or the
+  docker runtime's containers labelled with this agent).
 
 A restarted agent takes the lease over (a new owner id): the watchdog of the agent before it then exits.
 An agent that stops its tasks on the way out releases the lease, and its watchdog exits.
@@ -78,11 +79,12 @@ def read_lease(path: Path) -> LeaseState | None:
         return None
 
 
-def spawn_watchdog(work_dir: Path, owner: str, state_dir: Path) -> subprocess.Popen[bytes]:
+def spawn_watchdog(work_dir: Path, owner: str, state_dir: Path, runtime: str = "process",
+                   docker_host: str | None = None) -> subprocess.Popen[bytes]:
     """Start the watchdog of this agent's lease in a session of its own (it must outlive the agent)."""
     me = process_group.read_stat(os.getpid())
     args = [sys.executable, "-m", "pai.nodeagent.fence", str(work_dir), owner, str(state_dir), str(os.getpid()),
-            str(me.start_ticks if me else 0)]
+            str(me.start_ticks if me else 0), runtime, docker_host or ""]
     with open(work_dir / "fence.log", "ab") as out:
         return subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True)
 
@@ -115,7 +117,23 @@ def fence(groups: list[tuple[str, int]], grace: float) -> None:
             time.sleep(process_group.POLL_SECONDS)
 
 
-def watch(work_dir: Path, owner: str, state_dir: Path, agent_pid: int, agent_ticks: int) -> str:
+def fence_containers(state_dir: Path, grace: float, docker_host: str | None) -> list[str]:
+    """Stop (SIGTERM, ``grace``, SIGKILL) the running containers the docker runtime of ``state_dir`` started;
+    their attempt ids."""
+    import docker  # only a docker agent's watchdog needs the SDK
+
+    client = docker.DockerClient(base_url=docker_host) if docker_host else docker.from_env()
+    try:
+        running = client.containers.list(filters={"label": f"pai.agent={state_dir.resolve()}"})
+        for c in running:
+            c.stop(timeout=max(0, int(grace)))
+        return [str(c.labels.get("pai.attempt", c.name)) for c in running]
+    finally:
+        client.close()
+
+
+def watch(work_dir: Path, owner: str, state_dir: Path, agent_pid: int, agent_ticks: int, runtime: str = "process",
+          docker_host: str | None = None) -> str:
     """Guard the lease until another agent owns it, it is released, or it expired with the agent gone."""
     path = work_dir / LEASE_FILE
     while True:
@@ -125,10 +143,19 @@ def watch(work_dir: Path, owner: str, state_dir: Path, agent_pid: int, agent_tic
         if lease.released:
             return "the agent released the lease"
         if time.monotonic() > lease.until + SLACK_SECONDS:
-            groups = running_groups(state_dir)
-            if groups:
-                log.warning("lease expired: fencing attempts=%s", ",".join(a for a, _ in groups))
-                fence(groups, lease.grace)
+            if runtime == "docker":
+                try:
+                    fenced = fence_containers(state_dir, lease.grace, docker_host)
+                except Exception as e:  # the engine is down too: its containers are not running either
+                    log.warning("lease expired: cannot reach the Docker Engine error=%s", e)
+                    fenced = []
+                if fenced:
+                    log.warning("lease expired: fenced containers attempts=%s", ",".join(fenced))
+            else:
+                groups = running_groups(state_dir)
+                if groups:
+                    log.warning("lease expired: fencing attempts=%s", ",".join(a for a, _ in groups))
+                    fence(groups, lease.grace)
             if not process_group.is_running(agent_pid, agent_ticks or None):
                 return "the lease expired and the agent is gone: nothing left to guard"
         time.sleep(POLL_SECONDS)
@@ -137,10 +164,12 @@ def watch(work_dir: Path, owner: str, state_dir: Path, agent_pid: int, agent_tic
 def main(argv: list[str]) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     work_dir, owner, state_dir, pid, ticks = Path(argv[0]), argv[1], Path(argv[2]), int(argv[3]), int(argv[4])
+    runtime, docker_host = (argv[5], argv[6] or None) if len(argv) > 6 else ("process", None)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C in the agent's terminal is not for the watchdog
     log.info("watching the lease owner=%s agent_pid=%d", owner, pid)
     with contextlib.suppress(KeyboardInterrupt):
-        log.info("watchdog exits: %s owner=%s", watch(work_dir, owner, state_dir, pid, ticks), owner)
+        reason = watch(work_dir, owner, state_dir, pid, ticks, runtime, docker_host)
+        log.info("watchdog exits: %s owner=%s", reason, owner)
 
 
 if __name__ == "__main__":

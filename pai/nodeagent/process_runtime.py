@@ -1,4 +1,7 @@
-"""The process runtime: every attempt is ``sh -c <command>`` in a process group of its own.
+"""The process runtime: every attempt is ``sh -c <command>`` in a process group of its own, on the host.
+
+For laptops without Docker and for fast tests; the job's image is not used (the task's exit diagnostics say
+so), and CPU and memory are not limited. The docker runtime is the one for a cluster.
 
 Like a container, the attempt ends when its first process (the group leader) exits; whatever it left
 running in its group is then killed. ``stop`` signals the whole group: SIGTERM, the grace period, SIGKILL.
@@ -95,7 +98,9 @@ class ProcessRuntime:
         check_attempt_id(cmd.attempt_id)
         if cmd.attempt_id in self._attempts:
             return
-        record = AttemptRecord.for_command(cmd, workdir)
+        note = f"the process runtime ran the command on the host: image {cmd.image} was not used" if cmd.image \
+            else None
+        record = AttemptRecord.for_command(cmd, workdir, note)
         code = workdir / "code"
         code_dir = code if code.is_dir() else None
         try:

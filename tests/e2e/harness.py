@@ -53,6 +53,7 @@ class Cluster:
     logs: dict[str, Path] = field(default_factory=dict)
     args: dict[str, list[str]] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
+    agent_args: tuple[str, ...] = ("--runtime", "process")
 
     def spawn(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
         """Start ``pai <args>`` as process ``name`` (the master, or an agent); it is stopped at the end."""
@@ -63,7 +64,7 @@ class Cluster:
     def spawn_agent(self, name: str, address: str, cpus: int, master_url: str | None = None) -> None:
         self.spawn(name, ["agent", "--master", master_url or self.url, "--name", name, "--address", address,
                           "--cpus", str(cpus), "--memory-mb", "4096", "--gpus", "0",
-                          "--work-dir", str(self.tmp / name), "--kill-on-exit"])
+                          "--work-dir", str(self.tmp / name), "--kill-on-exit", *self.agent_args])
 
     def kill(self, name: str) -> None:
         """SIGKILL the process ``name`` alone (not its tasks, which live in sessions of their own)."""
@@ -144,13 +145,14 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 @contextmanager
 def cluster(tmp: Path, database_url: str | None, agents: list[tuple[str, str, int]],
-            grace_seconds: float = 3.0, master_args: tuple[str, ...] = ()) -> Iterator[Cluster]:
+            grace_seconds: float = 3.0, master_args: tuple[str, ...] = (),
+            agent_args: tuple[str, ...] = ("--runtime", "process")) -> Iterator[Cluster]:
     """``agents``: (name, address, cpus). Yields once every agent is READY, the admin logged in."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "PAI_ADMIN_PASSWORD": ADMIN_PASSWORD, "PAI_AGENT_TOKEN": AGENT_TOKEN}
     env.pop("PAI_DATABASE_URL", None)
-    c = Cluster(url, MasterApi(HttpClient(url, timeout=10)), tmp, env=env)
+    c = Cluster(url, MasterApi(HttpClient(url, timeout=10)), tmp, env=env, agent_args=agent_args)
     with ExitStack() as stack:
         stack.callback(lambda: [_stop(p) for p in reversed(c.procs.values())])
         args = ["master", "--port", str(port), "--data-dir", str(tmp / "master"), "--grace-seconds",

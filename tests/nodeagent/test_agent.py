@@ -51,6 +51,7 @@ def config(tmp_path: Path, master_url: str, **changes: Any) -> AgentConfig:
         backoff_seconds=0.05,
         max_backoff_seconds=0.2,
         watchdog=False,  # tests/nodeagent/test_fence.py runs the watchdog
+        runtime="process",
     )
     return replace(base, **changes)
 

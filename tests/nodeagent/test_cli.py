@@ -35,7 +35,7 @@ async def spawn(tmp_path: Path, *flags: str, env: dict[str, str] | None = None) 
     return await asyncio.create_subprocess_exec(
         *AGENT,
         "--name", "n1", "--work-dir", str(tmp_path / "agent"), "--cpus", "2", "--memory-mb", "512",
-        "--label", "zone=a", "--heartbeat", "0.1", *flags,
+        "--label", "zone=a", "--heartbeat", "0.1", "--runtime", "process", *flags,
         env={**os.environ, **(env or {})},
         stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
@@ -85,7 +85,7 @@ async def test_sigint_leaves_tasks_running_and_reads_master_and_token_from_env(
     ("args", "message"),
     [
         pytest.param(["--label", "novalue"], "is not key=value", id="label-without-equals"),
-        pytest.param(["--runtime", "docker"], "Invalid value for '--runtime'", id="runtime-not-there-yet"),
+        pytest.param(["--runtime", "podman"], "Invalid value for '--runtime'", id="unknown-runtime"),
         pytest.param(["--gpus", "-1"], "x>=0", id="negative-gpus"),
     ],
 )

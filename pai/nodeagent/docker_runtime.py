@@ -1,0 +1,317 @@
+"""The docker runtime: every attempt is a container of its role's image, on the host network.
+
+Per attempt: the image (pulled when absent; a pull that fails is ``IMAGE_NOT_FOUND``, a user error), CPU,
+memory (no swap) and ``/dev/shm`` limits from the spec, GPUs by device request with exactly the assigned
+indices where the node has NVIDIA devices (``NVIDIA_VISIBLE_DEVICES`` always matches them, ``none`` for a
+CPU task), docker's init as PID 1 so that signals reach the command, and labels carrying the job, role,
+index, attempt and this agent (``pai.agent``: its state directory). Mounts: the attempt's ``code`` read-only
+at ``/pai/code`` (the working directory when present), a writable ``/pai/work``, and the attempt's
+``stdout.log``/``stderr.log``, which the command writes straight to, so logs are on the node while it runs
+and after the container is gone.
+
+The engine is the state: a restarted agent lists its containers by label, re-adopts the running ones and
+reports the ones that exited meanwhile with their real exit codes. An exit is recorded in the state directory
+(as the process runtime does) before the container is removed. Exits are learnt from the engine's event
+stream, read by one thread. Blocking SDK calls run in worker threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+from docker.types import DeviceRequest, Mount
+
+from pai.nodeagent import attempt_record
+from pai.nodeagent.attempt_record import AttemptRecord, exit_reason_of
+from pai.nodeagent.logfmt import BoundLogger, bind
+from pai.nodeagent.paths import check_attempt_id
+from pai.nodeagent.runtime import ExitListener
+from pai.protocol import ContainerReport, PlatformExit, StartTask
+
+CODE, WORK, LOGS = "/pai/code", "/pai/work", "/pai/log"
+# Inside the container: send the command's output to the attempt's log files on the node, then run it.
+_WRAPPER = f'exec >>{LOGS}/stdout.log 2>>{LOGS}/stderr.log; exec sh -c "$1"'
+LABEL = "pai.attempt"
+
+
+def engine_answers(base_url: str | None = None, timeout: float = 2.0) -> str | None:
+    """None when a Docker Engine answers at ``base_url`` (default: ``DOCKER_HOST`` or the default socket),
+    else why not, in words."""
+    try:
+        client = docker.DockerClient(base_url=base_url, timeout=timeout) if base_url else docker.from_env(
+            timeout=timeout)
+        try:
+            client.ping()
+        finally:
+            client.close()
+    except Exception as e:  # no socket, no permission, not an engine
+        return str(e) or type(e).__name__
+    return None
+
+
+@dataclass(eq=False)
+class _Attempt:
+    record: AttemptRecord
+    container_id: str | None = None
+    stopping: bool = False
+    finished: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class DockerRuntime:
+    name = "docker"
+
+    def __init__(self, state_dir: Path, on_exit: ExitListener | None = None, log: BoundLogger | None = None, *,
+                 base_url: str | None = None, gpu_devices: bool = False) -> None:
+        """Use :meth:`open`, which also re-adopts this agent's containers. ``gpu_devices``: request GPUs from
+        the engine (the node has NVIDIA devices); otherwise only ``NVIDIA_VISIBLE_DEVICES`` names them."""
+        state_dir.mkdir(parents=True, exist_ok=True)
+        self._state_dir = state_dir
+        self._agent = str(state_dir.resolve())
+        self._on_exit = on_exit
+        self._log = log or bind(logging.getLogger(__name__))
+        self._gpu_devices = gpu_devices
+        self._client = docker.DockerClient(base_url=base_url) if base_url else docker.from_env()
+        self._attempts: dict[str, _Attempt] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._events: Any = None
+        self._closed = threading.Event()
+        self._checks: set[asyncio.Task[None]] = set()
+
+    @classmethod
+    async def open(cls, state_dir: Path, on_exit: ExitListener | None = None, log: BoundLogger | None = None, *,
+                   base_url: str | None = None, gpu_devices: bool = False) -> DockerRuntime:
+        rt = cls(state_dir, on_exit, log, base_url=base_url, gpu_devices=gpu_devices)
+        rt._loop = asyncio.get_running_loop()
+        threading.Thread(target=rt._watch_events, name="docker-events", daemon=True).start()
+        await asyncio.to_thread(rt._client.ping)
+        await rt._readopt()
+        return rt
+
+    # -- the Runtime interface -------------------------------------------------------------------------
+
+    async def start(self, cmd: StartTask, workdir: Path) -> None:
+        check_attempt_id(cmd.attempt_id)
+        if cmd.attempt_id in self._attempts:
+            return
+        attempt = self._attempts[cmd.attempt_id] = _Attempt(AttemptRecord.for_command(cmd, workdir))
+        try:
+            await asyncio.to_thread(self._ensure_image, cmd.image)
+        except docker.errors.DockerException as e:
+            reason = f"image {cmd.image!r} is not on the node and cannot be pulled: {_short(e)}"
+            self._finish(attempt, attempt.record.exited(int(PlatformExit.IMAGE_NOT_FOUND), reason, time.time()))
+            return
+        try:
+            container = await asyncio.to_thread(self._create_and_start, cmd, workdir)
+        except docker.errors.DockerException as e:
+            reason = f"the container could not start: {_short(e)}"
+            self._finish(attempt, attempt.record.exited(int(PlatformExit.CONTAINER_START_FAILED), reason, time.time()))
+            return
+        attempt.container_id = container
+        attempt.record = attempt.record.started(0, None, time.time())
+        self._save(attempt.record)
+        self._log.info("attempt started", extra=self._fields(attempt.record) | {"container": container[:12]})
+        await self._check_exited(attempt)  # a command that ended before the event stream saw it start
+
+    async def stop(self, attempt_id: str, grace_seconds: float, exit_code: int | None = None,
+                   reason: str | None = None) -> None:
+        attempt = self._attempts.get(attempt_id)
+        if attempt is None or attempt.finished.is_set():
+            return
+        if not attempt.record.stop_requested:  # the first stop's code and reason are the ones reported
+            attempt.record = attempt.record.stopping(exit_code, reason)
+            self._save(attempt.record)
+        attempt.stopping = True
+        self._log.info("stopping attempt", extra=self._fields(attempt.record) | {"grace": grace_seconds})
+        if attempt.container_id is not None:
+            with contextlib.suppress(docker.errors.NotFound):  # SIGTERM, the grace period, SIGKILL
+                await asyncio.to_thread(self._client.api.stop, attempt.container_id, timeout=max(0, int(grace_seconds)))
+            await self._check_exited(attempt)
+        await attempt.finished.wait()
+
+    def reports(self) -> list[ContainerReport]:
+        return [a.record.to_report() for a in self._attempts.values()]
+
+    def forget(self, attempt_id: str) -> None:
+        attempt = self._attempts.get(attempt_id)
+        if attempt is not None and not attempt.record.running:
+            del self._attempts[attempt_id]
+            (self._state_dir / f"{attempt_id}.json").unlink(missing_ok=True)
+
+    async def close(self) -> None:
+        self._closed.set()
+        if self._events is not None:
+            with contextlib.suppress(Exception):
+                self._events.close()
+        await asyncio.to_thread(self._client.close)
+
+    # -- starting --------------------------------------------------------------------------------------
+
+    def _ensure_image(self, image: str) -> None:
+        try:
+            self._client.images.get(image)
+        except docker.errors.ImageNotFound:
+            self._log.info("pulling image", extra={"image": image})
+            self._client.images.pull(image)
+
+    def _create_and_start(self, cmd: StartTask, workdir: Path) -> str:
+        code = workdir / "code"
+        work = workdir / "work"
+        work.mkdir(parents=True, exist_ok=True)
+        for stream in ("stdout.log", "stderr.log"):
+            (workdir / stream).touch()
+        mounts = [Mount(WORK, str(work), type="bind"),
+                  Mount(f"{LOGS}/stdout.log", str(workdir / "stdout.log"), type="bind"),
+                  Mount(f"{LOGS}/stderr.log", str(workdir / "stderr.log"), type="bind")]
+        if code.is_dir():
+            mounts.append(Mount(CODE, str(code), type="bind", read_only=True))
+        gpus = ",".join(str(g) for g in cmd.gpus)
+        env = {**cmd.env, "PAI_WORK_DIR": WORK, "PAI_CODE_DIR": CODE if code.is_dir() else "",
+               "NVIDIA_VISIBLE_DEVICES": gpus or "none"}
+        requests = [DeviceRequest(device_ids=gpus.split(","), capabilities=[["gpu"]])] if gpus and self._gpu_devices \
+            else None
+        memory = f"{cmd.resources.memory_mb}m"
+        container = self._client.containers.create(
+            cmd.image, ["sh", "-c", _WRAPPER, "pai-task", cmd.command],
+            name=f"pai-{cmd.attempt_id}", labels=self._labels(cmd), environment=env, mounts=mounts,
+            working_dir=CODE if code.is_dir() else WORK, network_mode="host", init=True,
+            nano_cpus=int(cmd.resources.cpu * 1e9) or None, mem_limit=memory, memswap_limit=memory,
+            shm_size=f"{cmd.shm_mb}m", device_requests=requests, stdin_open=False, detach=True,
+        )
+        container.start()
+        return str(container.id)
+
+    def _labels(self, cmd: StartTask) -> dict[str, str]:
+        return {LABEL: cmd.attempt_id, "pai.job": cmd.job_key, "pai.role": cmd.role, "pai.index": str(cmd.index),
+                "pai.agent": self._agent}
+
+    # -- exits -----------------------------------------------------------------------------------------
+
+    def _watch_events(self) -> None:
+        """One thread: the engine's ``die`` events of this agent's containers, handed to the event loop."""
+        while not self._closed.is_set():
+            try:
+                self._events = self._client.events(
+                    decode=True, filters={"type": "container", "event": "die", "label": f"pai.agent={self._agent}"})
+                for event in self._events:
+                    attempt_id = (event.get("Actor") or {}).get("Attributes", {}).get(LABEL)
+                    if attempt_id and self._loop is not None:
+                        self._loop.call_soon_threadsafe(self._on_die, attempt_id)
+            except Exception as e:  # the engine restarted or the stream broke: resubscribe, then resync
+                if self._closed.is_set():
+                    return
+                self._log.warning("docker event stream broken: resubscribing", extra={"error": _short(e)})
+                time.sleep(0.5)
+                if self._loop is not None:
+                    self._loop.call_soon_threadsafe(self._resync)
+
+    def _on_die(self, attempt_id: str) -> None:
+        attempt = self._attempts.get(attempt_id)
+        if attempt is not None and not attempt.finished.is_set():
+            self._spawn(self._check_exited(attempt))
+
+    def _resync(self) -> None:
+        for attempt in list(self._attempts.values()):
+            if not attempt.finished.is_set() and attempt.container_id is not None:
+                self._spawn(self._check_exited(attempt))
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._checks.add(task)
+        task.add_done_callback(self._checks.discard)
+
+    async def _check_exited(self, attempt: _Attempt) -> None:
+        """If the attempt's container has exited: record how, remove the container, report."""
+        if attempt.container_id is None or attempt.finished.is_set():
+            return
+        try:
+            state = await asyncio.to_thread(self._state, attempt.container_id)
+        except docker.errors.NotFound:
+            state = None
+        if state is not None and state.get("Running"):
+            return
+        if attempt.finished.is_set():  # another check got there first
+            return
+        if state is None:
+            record = attempt.record.lost(time.time())
+        else:
+            record = attempt.record.exited(*_exit_of(state), time.time())
+        self._finish(attempt, record)
+        with contextlib.suppress(docker.errors.DockerException):
+            await asyncio.to_thread(self._client.api.remove_container, attempt.container_id, force=True)
+
+    def _state(self, container_id: str) -> dict[str, Any]:
+        state: dict[str, Any] = self._client.api.inspect_container(container_id)["State"]
+        return state
+
+    def _finish(self, attempt: _Attempt, record: AttemptRecord) -> None:
+        attempt.record = record
+        self._save(record)
+        attempt.finished.set()
+        self._log.info("attempt exited", extra=self._fields(record) | {"exit_code": record.exit_code})
+        if self._on_exit is not None:
+            try:
+                self._on_exit(record.to_report())
+            except Exception:
+                self._log.exception("exit listener failed", extra=self._fields(record))
+
+    # -- restarts --------------------------------------------------------------------------------------
+
+    async def _readopt(self) -> None:
+        """Exits recorded on disk, then this agent's containers: running ones are watched again, exited ones
+        reported with their real exit codes."""
+        for path in sorted(self._state_dir.glob("*.json")):
+            record = attempt_record.load(path)
+            if record is not None:
+                attempt = self._attempts[record.attempt_id] = _Attempt(record)
+                if not record.running:
+                    attempt.finished.set()
+        containers = await asyncio.to_thread(
+            self._client.api.containers, all=True, filters={"label": f"pai.agent={self._agent}"})
+        for c in containers:
+            labels = c["Labels"]
+            known = self._attempts.get(labels.get(LABEL, ""))
+            if known is not None:
+                attempt = known
+            else:  # started by an agent that died before it wrote the record
+                record = AttemptRecord(labels.get(LABEL, ""), labels.get("pai.job", ""), labels.get("pai.role", ""),
+                                       int(labels.get("pai.index", "0")), "").started(0, None, time.time())
+                attempt = self._attempts[record.attempt_id] = _Attempt(record)
+            attempt.container_id = c["Id"]
+            if attempt.finished.is_set():  # its exit was recorded before the container could be removed
+                with contextlib.suppress(docker.errors.DockerException):
+                    await asyncio.to_thread(self._client.api.remove_container, c["Id"], force=True)
+                continue
+            self._log.info("re-adopted container", extra=self._fields(attempt.record) | {"state": c.get("State")})
+            await self._check_exited(attempt)
+        for attempt in self._attempts.values():  # running on disk, gone from the engine
+            if attempt.container_id is None and not attempt.finished.is_set():
+                self._finish(attempt, attempt.record.lost(time.time()))
+
+    def _save(self, record: AttemptRecord) -> None:
+        attempt_record.save(record, self._state_dir / f"{record.attempt_id}.json")
+
+    @staticmethod
+    def _fields(record: AttemptRecord) -> dict[str, object]:
+        return {"attempt": record.attempt_id, "job": record.job_key, "role": record.role, "index": record.index}
+
+
+def _exit_of(state: dict[str, Any]) -> tuple[int, str | None]:
+    code = int(state.get("ExitCode", -1))
+    if state.get("OOMKilled") and code != 0:
+        return int(PlatformExit.OOM_KILLED), "killed by the kernel: the task went over its memoryMB"
+    return code, exit_reason_of(code)
+
+
+def _short(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return text[0][:300] if text else type(e).__name__

@@ -1,0 +1,17 @@
+"""Fixtures shared by every test package."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.dockerkit import docker_engine, require_engine
+
+
+@pytest.fixture(scope="session")
+def docker_host() -> Iterator[str]:
+    """The base URL of a real Docker Engine started for this test session, with the test image imported."""
+    require_engine()
+    with docker_engine() as url:
+        yield url

@@ -1,0 +1,89 @@
+"""End to end with the docker runtime: a real master, two agents on a real Docker Engine (tests/dockerkit.py)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import docker
+import pytest
+
+from tests.dockerkit import IMAGE
+from tests.e2e.harness import TERMINAL, Cluster, cluster, wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def in_containers(tmp_path_factory: pytest.TempPathFactory, docker_host: str) -> Iterator[Cluster]:
+    tmp = tmp_path_factory.mktemp("docker")
+    with cluster(tmp, None, [("node-a", "127.0.0.2", 2), ("node-b", "127.0.0.3", 2)],
+                 agent_args=("--runtime", "docker", "--docker-host", docker_host)) as c:
+        yield c
+
+
+def _containers(docker_host: str, job: str) -> list[str]:
+    client = docker.DockerClient(base_url=docker_host)
+    try:
+        return [c.name for c in client.containers.list(all=True, filters={"label": f"pai.job={job}"})]
+    finally:
+        client.close()
+
+
+def test_the_hello_job_spans_both_agents_in_containers(in_containers: Cluster, docker_host: str) -> None:
+    c = in_containers
+    spec = json.loads((ROOT / "examples" / "hello-v1.json").read_text())
+    spec["jobName"], spec["image"] = f"hello-{uuid.uuid4().hex[:6]}", IMAGE
+    key = c.submit(json.dumps(spec))
+    detail = c.wait_state(key, TERMINAL, 60)
+    assert detail["jobStatus"]["state"] == "SUCCEEDED", detail
+    tasks = c.tasks(detail)
+    assert {t["containerIp"] for _, t in tasks} == {"127.0.0.2", "127.0.0.3"}
+    workers = sorted((t for r, t in tasks if r == "worker"), key=lambda t: t["taskIndex"])
+    host_list = ",".join(f"{t['containerIp']}:{t['containerPorts']['http']}" for t in workers)
+    for role, t in tasks:
+        assert f"role={role} index={t['taskIndex']} workers={host_list} " in c.log(key, role, t["taskIndex"])
+        assert "image" not in (t.get("containerExitDiagnostics") or "")  # the image was used
+    wait_for("no container left", lambda: _containers(docker_host, key) == [], 10)
+
+
+def test_a_stopped_job_leaves_no_container(in_containers: Cluster, docker_host: str) -> None:
+    c = in_containers
+    key = c.submit(json.dumps({"jobName": f"sleep-{uuid.uuid4().hex[:6]}", "image": IMAGE, "taskRoles": [
+        {"name": "w", "taskNumber": 2, "cpuNumber": 1, "memoryMB": 128, "gpuNumber": 0, "command": "sleep 600"}]}))
+    wait_for("tasks running", lambda: all(t["taskState"] == "RUNNING" for _, t in c.tasks(c.job(key))), 30)
+    assert len(_containers(docker_host, key)) == 2
+    c.raw("PUT", f"/api/v2/jobs/{key}/executionType", b'{"value": "STOP"}', "application/json")
+    assert c.wait_state(key, {"STOPPED"}, 20)["jobStatus"]["state"] == "STOPPED"
+    wait_for("no container left", lambda: _containers(docker_host, key) == [], 10)
+
+
+def test_a_missing_image_fails_the_job_without_retry(in_containers: Cluster) -> None:
+    c = in_containers
+    key = c.submit(json.dumps({"jobName": f"noimg-{uuid.uuid4().hex[:6]}", "image": "pai-test/absent:1",
+                               "retryCount": 3, "taskRoles": [
+        {"name": "w", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 128, "gpuNumber": 0, "command": "true"}]}))
+    detail = c.wait_state(key, TERMINAL, 60)
+    assert detail["jobStatus"]["state"] == "FAILED"
+    (_, task), = c.tasks(detail)
+    assert task["containerExitCode"] == -101 and task["containerExitSpec"]["type"] == "user"
+    assert detail["jobStatus"]["retries"] == 0 and "pai-test/absent:1" in task["containerExitDiagnostics"]
+
+
+def test_a_killed_agent_restarted_goes_on_with_the_same_container(in_containers: Cluster, docker_host: str) -> None:
+    c = in_containers
+    key = c.submit(json.dumps({"jobName": f"adopt-{uuid.uuid4().hex[:6]}", "image": IMAGE, "taskRoles": [
+        {"name": "w", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 128, "gpuNumber": 0,
+         "command": "echo started; sleep 5; echo done"}]}))
+    wait_for("the task running", lambda: c.tasks(c.job(key))[0][1]["taskState"] == "RUNNING", 30)
+    (_, task), = c.tasks(c.job(key))
+    node = "node-a" if task["containerIp"] == "127.0.0.2" else "node-b"
+    before = _containers(docker_host, key)
+    c.kill(node)
+    c.restart(node)
+    detail = c.wait_state(key, TERMINAL, 40)
+    assert detail["jobStatus"]["state"] == "SUCCEEDED"
+    assert c.log(key, "w", 0) == "started\ndone\n"  # one run: the same container went on
+    assert len(before) == 1

@@ -1,0 +1,141 @@
+"""The docker runtime against a real Docker Engine (tests/dockerkit.py): containers, limits, GPUs by
+environment, stops, logs on the node, and an agent restart that re-adopts its containers."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from pathlib import Path
+
+import docker
+import pytest
+
+from pai.domain.resources import Resources
+from pai.nodeagent.docker_runtime import DockerRuntime
+from pai.protocol import ContainerReport, ContainerStatus, PlatformExit, StartTask
+from tests.dockerkit import IMAGE
+from tests.nodeagent.builders import eventually, report_of, start_task, stop_task
+
+
+def task(attempt_id: str, command: str, **changes: object) -> StartTask:
+    cmd = replace(start_task(attempt_id, command, env={"PAI_JOB_NAME": "alice~job", "PAI_TASK_INDEX": "0"}),
+                  image=IMAGE, resources=Resources(0, 1, 64))
+    return replace(cmd, **changes)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+async def runtime(tmp_path: Path, docker_host: str, exits: list[ContainerReport]) -> AsyncIterator[DockerRuntime]:
+    rt = await DockerRuntime.open(tmp_path / "state", exits.append, base_url=docker_host)
+    yield rt
+    for report in rt.reports():
+        if report.status is ContainerStatus.RUNNING:
+            await rt.stop(report.attempt_id, 0)
+    await rt.close()
+
+
+async def ended(rt: DockerRuntime, attempt_id: str) -> ContainerReport:
+    return await eventually(
+        lambda: (r := report_of(rt.reports(), attempt_id)) is not None and r.status is ContainerStatus.EXITED and r,
+        timeout=20, what=f"{attempt_id} exited")
+
+
+def out(tmp_path: Path, attempt_id: str, stream: str = "stdout") -> str:
+    return (tmp_path / attempt_id / f"{stream}.log").read_text()
+
+
+def containers(docker_host: str, attempt_id: str) -> list[object]:
+    client = docker.DockerClient(base_url=docker_host)
+    try:
+        return list(client.containers.list(all=True, filters={"label": f"pai.attempt={attempt_id}"}))
+    finally:
+        client.close()
+
+
+def status(docker_host: str, name: str) -> str:
+    client = docker.DockerClient(base_url=docker_host)
+    try:
+        return str(client.api.inspect_container(name)["State"]["Status"])
+    finally:
+        client.close()
+
+
+async def test_a_container_runs_the_command_with_the_environment_and_is_removed(
+        runtime: DockerRuntime, tmp_path: Path, docker_host: str, exits: list[ContainerReport]) -> None:
+    cmd = task("d1", 'echo "job=$PAI_JOB_NAME nv=$NVIDIA_VISIBLE_DEVICES work=$PAI_WORK_DIR cwd=$(pwd)"; '
+                     'echo oops >&2; exit 3')
+    await runtime.start(cmd, tmp_path / "d1")
+    report = await ended(runtime, "d1")
+    assert report.exit_code == 3
+    assert out(tmp_path, "d1") == "job=alice~job nv=none work=/pai/work cwd=/pai/work\n"
+    assert out(tmp_path, "d1", "stderr") == "oops\n"
+    assert [e.attempt_id for e in exits] == ["d1"]
+    await eventually(lambda: containers(docker_host, "d1") == [], what="the container removed")
+
+
+async def test_limits_shm_and_gpus_reach_the_container(runtime: DockerRuntime, tmp_path: Path) -> None:
+    cmd = task("d2", "df -m /dev/shm | tail -n 1; echo nv=$NVIDIA_VISIBLE_DEVICES; cat /proc/1/cmdline | head -c 40",
+               shm_mb=96, gpus=(1, 3))
+    await runtime.start(cmd, tmp_path / "d2")
+    assert (await ended(runtime, "d2")).exit_code == 0
+    lines = out(tmp_path, "d2").splitlines()
+    assert lines[0].split()[1] == "96"  # /dev/shm really has shmMB
+    assert lines[1] == "nv=1,3"  # exactly the assigned GPUs (configured GPUs: no device to request here)
+    assert "init" in lines[2]  # docker's init is PID 1, so that signals reach the command
+
+
+async def test_a_task_over_its_memory_is_reported_out_of_memory(runtime: DockerRuntime, tmp_path: Path) -> None:
+    await runtime.start(task("d3", "dd if=/dev/zero of=/dev/null bs=200M count=1", resources=Resources(0, 1, 32)),
+                        tmp_path / "d3")
+    report = await ended(runtime, "d3")
+    assert report.exit_code == PlatformExit.OOM_KILLED and "memoryMB" in (report.reason or "")
+
+
+async def test_code_is_read_only_and_the_work_directory_writable(runtime: DockerRuntime, tmp_path: Path) -> None:
+    (tmp_path / "d4" / "code").mkdir(parents=True)
+    (tmp_path / "d4" / "code" / "train.sh").write_text("echo training\n")
+    await runtime.start(task("d4", "sh train.sh; pwd; touch x 2>/dev/null || echo read-only; "
+                                   "touch $PAI_WORK_DIR/y && echo writable"), tmp_path / "d4")
+    assert (await ended(runtime, "d4")).exit_code == 0
+    assert out(tmp_path, "d4") == "training\n/pai/code\nread-only\nwritable\n"
+    assert (tmp_path / "d4" / "work" / "y").exists()
+
+
+async def test_a_missing_image_fails_the_task_as_a_user_error(runtime: DockerRuntime, tmp_path: Path) -> None:
+    await runtime.start(task("d5", "true", image="pai-test/no-such-image:1"), tmp_path / "d5")
+    report = await ended(runtime, "d5")
+    assert report.exit_code == PlatformExit.IMAGE_NOT_FOUND
+    assert "pai-test/no-such-image:1" in (report.reason or "")
+
+
+async def test_stop_sends_sigterm_then_the_stops_code(runtime: DockerRuntime, tmp_path: Path,
+                                                      docker_host: str) -> None:
+    await runtime.start(task("d6", "trap 'echo got TERM; exit 0' TERM; echo ready; sleep 600 & wait"),
+                        tmp_path / "d6")
+    await eventually(lambda: "ready" in out(tmp_path, "d6"), what="the command running")
+    stop = stop_task("d6", grace=10)
+    await runtime.stop(stop.attempt_id, stop.grace_seconds, stop.exit_code, stop.reason)
+    report = report_of(runtime.reports(), "d6")
+    assert report is not None and (report.exit_code, report.reason) == (PlatformExit.STOPPED, "stopped by the user")
+    assert "got TERM" in out(tmp_path, "d6")
+    await eventually(lambda: containers(docker_host, "d6") == [], what="no container left")
+
+
+async def test_a_restarted_runtime_readopts_running_containers_and_reports_exits_with_real_codes(
+        tmp_path: Path, docker_host: str) -> None:
+    state = tmp_path / "state"
+    first = await DockerRuntime.open(state, base_url=docker_host)
+    await first.start(task("r1", "sleep 1; exit 7"), tmp_path / "r1")  # ends while no agent runs
+    await first.start(task("r2", "echo up; sleep 600"), tmp_path / "r2")
+    await first.close()
+    await eventually(lambda: status(docker_host, "pai-r1") == "exited", timeout=15,
+                     what="r1 exited while no runtime watched")
+    second = await DockerRuntime.open(state, base_url=docker_host)
+    try:
+        r1 = await ended(second, "r1")
+        assert r1.exit_code == 7  # the real code, not "lost"
+        r2 = report_of(second.reports(), "r2")
+        assert r2 is not None and r2.status is ContainerStatus.RUNNING
+        await second.stop("r2", 1, int(PlatformExit.STOPPED), "stopped")
+        assert (await ended(second, "r2")).exit_code == PlatformExit.STOPPED
+    finally:
+        await second.close()
