@@ -62,6 +62,8 @@ _TABLE: dict[int, tuple[str, ExitType, Retry, str]] = {
     P.CODE_DIR_MISSING: ("CodeDirMissing", ExitType.USER, Retry.PERMANENT, "codeDir does not exist"),
     P.CODE_DIR_TOO_LARGE: ("CodeDirTooLarge", ExitType.USER, Retry.PERMANENT, "codeDir is over the size limit"),
     P.CODE_DIR_INVALID: ("CodeDirInvalid", ExitType.USER, Retry.PERMANENT, "codeDir cannot be used"),
+    P.CODE_DIR_UNAVAILABLE: ("CodeDirUnavailable", ExitType.PLATFORM, Retry.TRANSIENT,
+                             "codeDir's file system cannot be reached"),
     P.OOM_KILLED: ("OutOfMemory", ExitType.RESOURCE, Retry.UNKNOWN, "the container went over its memory limit"),
     P.NODE_LOST: ("NodeLost", ExitType.PLATFORM, Retry.TRANSIENT, "the node stopped reporting"),
     P.CONTAINER_LOST: ("ContainerLost", ExitType.PLATFORM, Retry.TRANSIENT, "the agent lost the container"),

@@ -1,10 +1,11 @@
-"""Copy a job's ``codeDir`` into an attempt: from a shared file system (plain path or ``file://``).
+"""Copy a job's ``codeDir`` into an attempt: from a shared file system (plain path or ``file://``) or from
+HDFS (``hdfs://``, ``webhdfs://``: see ``hdfs_source.py``).
 
 The source is scanned first (stat only): every entry must stay inside the tree (no ``..``, no link
 pointing out), only files, directories and links, and the total size within the limit. The copy is
-then made from that scan, through a per-node cache keyed by the source path and a fingerprint of
-names, sizes and mtimes, so that the instances of a job on one node read the shared file system once.
-Blocking: the agent runs :meth:`CodeFetcher.fetch` in a thread. ``hdfs://`` comes with a later issue.
+then made from that scan, through a per-node cache keyed by the source and a fingerprint of names, sizes
+and mtimes, so that the instances of a job on one node read the source once.
+Blocking: the agent runs :meth:`CodeFetcher.fetch` in a thread.
 """
 
 from __future__ import annotations
@@ -15,84 +16,30 @@ import os
 import shutil
 import stat
 import uuid
-from dataclasses import dataclass
-from enum import Enum
+from collections.abc import Callable
 from pathlib import Path
 
 from pai.domain.codedir import CodeDirError, parse_code_dir
+from pai.nodeagent.codefetch_model import CodeFetchError, Entry, EntryKind, FetchResult, Manifest
+from pai.nodeagent.hdfs_source import HdfsSource
 from pai.protocol import PlatformExit
 
-DEFAULT_MAX_BYTES = 1 << 30
+DEFAULT_MAX_BYTES = 200 << 20
 _CHUNK = 1 << 20
 
 
-class CodeFetchError(Exception):
-    """The attempt cannot get its code: a user error, reported with ``exit_code`` and not retried."""
-
-    def __init__(self, exit_code: PlatformExit, message: str, *, source: str) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
-        self.message = message
-        self.source = source
-
-
-class EntryKind(Enum):
-    DIR = "d"
-    FILE = "f"
-    LINK = "l"
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    rel: str  # relative to the root, "/"-separated
-    kind: EntryKind
-    size: int = 0
-    mtime_ns: int = 0
-    mode: int = 0o644
-    link: str | None = None  # a link's target, relative to the link's own directory
-
-    def fingerprint_line(self) -> str:
-        return f"{self.kind.value}\0{self.rel}\0{self.size}\0{self.mtime_ns}\0{self.mode:o}\0{self.link or ''}\n"
-
-
-@dataclass(frozen=True, slots=True)
-class Manifest:
-    root: Path  # the real (resolved) source directory
-    entries: tuple[Entry, ...]
-
-    @property
-    def total_bytes(self) -> int:
-        return sum(e.size for e in self.entries if e.kind is EntryKind.FILE)
-
-    @property
-    def file_count(self) -> int:
-        return sum(1 for e in self.entries if e.kind is EntryKind.FILE)
-
-    def fingerprint(self) -> str:
-        h = hashlib.sha256()
-        for e in self.entries:
-            h.update(e.fingerprint_line().encode("utf-8", "surrogateescape"))
-        return h.hexdigest()[:32]
-
-
-@dataclass(frozen=True, slots=True)
-class FetchResult:
-    source: Path
-    bytes: int
-    files: int
-    cached: bool  # the copy came from the node's cache, not from the shared file system
+def is_hdfs(code_dir: str) -> bool:
+    return code_dir.split("://", 1)[0].lower() in ("hdfs", "webhdfs") and "://" in code_dir
 
 
 def resolve_source(code_dir: str) -> Path:
-    """The local path a ``codeDir`` names; refuses what the codeDir rule refuses, and ``hdfs://`` for now."""
+    """The local path a ``codeDir`` names; refuses what the codeDir rule refuses."""
     try:
         parsed = parse_code_dir(code_dir)
     except CodeDirError as e:
         raise CodeFetchError(PlatformExit.CODE_DIR_INVALID, str(e), source=code_dir) from None
     if parsed.scheme in ("hdfs", "webhdfs"):
-        raise CodeFetchError(
-            PlatformExit.CODE_DIR_INVALID, f"codeDir {code_dir}: hdfs:// is not supported yet", source=code_dir
-        )
+        raise CodeFetchError(PlatformExit.CODE_DIR_INVALID, f"codeDir {code_dir}: not a local path", source=code_dir)
     return Path(parsed.path)
 
 
@@ -171,8 +118,11 @@ class CodeFetcher:
         self.cache_dir = cache_dir
         self.max_bytes = max_bytes
 
-    def fetch(self, code_dir: str, dest: Path) -> FetchResult:
-        """Copy ``code_dir`` to ``dest`` (which must not exist yet); raises :class:`CodeFetchError`."""
+    def fetch(self, code_dir: str, dest: Path, webhdfs: str = "") -> FetchResult:
+        """Copy ``code_dir`` to ``dest`` (which must not exist yet); raises :class:`CodeFetchError`.
+        ``webhdfs``: the WebHDFS address of an ``hdfs://`` codeDir's namenode (cluster configuration)."""
+        if is_hdfs(code_dir):
+            return self._fetch_hdfs(code_dir, dest, webhdfs)
         source = resolve_source(code_dir)
         try:
             manifest = scan(source, self.max_bytes, name=code_dir)
@@ -180,7 +130,7 @@ class CodeFetcher:
             if self.cache_dir is None:
                 copy_tree(manifest, dest, self.max_bytes)
                 return result
-            cached, hit = self._cached_copy(manifest)
+            cached, hit = self._cached_copy(manifest, lambda tmp: copy_tree(manifest, tmp, self.max_bytes))
             try:
                 shutil.copytree(cached, dest, symlinks=True)
             except OSError:  # evicted under us by a newer version: read the source itself
@@ -197,8 +147,22 @@ class CodeFetcher:
                 PlatformExit.CODE_DIR_MISSING, f"codeDir {code_dir}: cannot be read: {e}", source=code_dir
             ) from e
 
-    def _cached_copy(self, manifest: Manifest) -> tuple[Path, bool]:
-        """The cache's copy of this version of the source, made now if missing; and whether it was there."""
+    def _fetch_hdfs(self, code_dir: str, dest: Path, webhdfs: str) -> FetchResult:
+        try:
+            hdfs = HdfsSource(code_dir, webhdfs)
+        except CodeDirError as e:
+            raise CodeFetchError(PlatformExit.CODE_DIR_INVALID, str(e), source=code_dir) from None
+        manifest = hdfs.manifest(self.max_bytes)
+        if self.cache_dir is None:
+            hdfs.download(manifest, dest, self.max_bytes)
+            return FetchResult(manifest.root, manifest.total_bytes, manifest.file_count, cached=False)
+        cached, hit = self._cached_copy(manifest, lambda tmp: hdfs.download(manifest, tmp, self.max_bytes))
+        shutil.copytree(cached, dest, symlinks=True)
+        return FetchResult(manifest.root, manifest.total_bytes, manifest.file_count, cached=hit)
+
+    def _cached_copy(self, manifest: Manifest, materialize: Callable[[Path], None]) -> tuple[Path, bool]:
+        """The cache's copy of this version of the source, made now (by ``materialize``) if missing; and
+        whether it was there."""
         assert self.cache_dir is not None
         slot = self.cache_dir / hashlib.sha256(str(manifest.root).encode()).hexdigest()[:32]
         version = slot / manifest.fingerprint()
@@ -207,7 +171,7 @@ class CodeFetcher:
         slot.mkdir(parents=True, exist_ok=True)
         tmp = slot / f".tmp-{uuid.uuid4().hex}"
         try:
-            copy_tree(manifest, tmp, self.max_bytes)
+            materialize(tmp)
             with contextlib.suppress(OSError):  # another fetch of the same version won the race
                 os.rename(tmp, version)
         finally:

@@ -17,7 +17,8 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from pai.nodeagent.codefetch import CodeFetcher, CodeFetchError
+from pai.nodeagent.codefetch import CodeFetcher
+from pai.nodeagent.codefetch_model import CodeFetchError
 from pai.nodeagent.logfmt import BoundLogger
 from pai.nodeagent.paths import AgentPaths, is_attempt_id
 from pai.nodeagent.runtime import Runtime
@@ -140,7 +141,7 @@ class Supervisor:
     async def _fetch(self, cmd: StartTask, dest: Path) -> None:
         if dest.exists():  # a half copy left by an agent that died while fetching
             shutil.rmtree(dest)
-        result = await asyncio.to_thread(self._fetcher.fetch, cmd.code_dir, dest)
+        result = await asyncio.to_thread(self._fetcher.fetch, cmd.code_dir, dest, cmd.webhdfs)
         extra = {"bytes": result.bytes, "files": result.files, "cached": result.cached}
         self._log.info("code fetched", extra=_fields(cmd) | extra)
 

@@ -185,6 +185,7 @@ class StartTask:
     gpus: tuple[int, ...] = ()
     ports: dict[str, tuple[int, ...]] = field(default_factory=dict)
     code_dir: str = ""
+    webhdfs: str = ""  # the WebHDFS address of an hdfs:// codeDir's namenode; "" for the default rule
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -201,6 +202,7 @@ class StartTask:
             "gpus": list(self.gpus),
             "ports": {k: list(v) for k, v in self.ports.items()},
             "codeDir": self.code_dir,
+            "webhdfs": self.webhdfs,
         }
 
     @classmethod
@@ -219,6 +221,7 @@ class StartTask:
                 gpus=tuple(int(g) for g in d.get("gpus", ())),
                 ports={str(k): tuple(int(p) for p in v) for k, v in (d.get("ports") or {}).items()},
                 code_dir=str(d.get("codeDir", "")),
+                webhdfs=str(d.get("webhdfs", "")),
             )
         except (KeyError, ValueError, TypeError, AttributeError) as e:
             raise ProtocolError(f"bad start command: {e}") from e

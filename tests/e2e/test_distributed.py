@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.e2e.harness import TERMINAL, Cluster, wait_for
+from tests.webhdfs import webhdfs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -139,3 +140,22 @@ def test_torch_distributed_allreduce_uses_only_the_injected_rendezvous_variables
                                                         {i: c.log(key, "worker", i, "stderr") for i in outputs})
     assert "rank 0/2: all_reduce sum=3 expected=3 OK" in outputs[0]
     assert "rank 1/2: all_reduce sum=3 expected=3 OK" in outputs[1]
+
+
+def test_a_code_dir_on_hdfs_is_the_tasks_working_directory(two_agents: Cluster, tmp_path: Path) -> None:
+    c = two_agents
+    (tmp_path / "hdfs" / "jobs" / "code").mkdir(parents=True)
+    (tmp_path / "hdfs" / "jobs" / "code" / "hello.sh").write_text('echo "from hdfs on $PAI_CURRENT_TASK_ROLE_NAME"\n')
+    with webhdfs(tmp_path / "hdfs") as fs:
+        base = fs.namenode.replace("http://", "webhdfs://")
+        key = c.submit(v1_job(f"hdfs-{uuid.uuid4().hex[:6]}", [v1_role("w", 2, "sh hello.sh")],
+                              codeDir=f"{base}/jobs/code"))
+        detail = c.wait_state(key, TERMINAL)
+        assert detail["jobStatus"]["state"] == "SUCCEEDED", detail
+        assert [c.log(key, "w", i) for i in (0, 1)] == ["from hdfs on w\n"] * 2
+        missing = c.submit(v1_job(f"nohdfs-{uuid.uuid4().hex[:6]}", [v1_role("w", 1, "true")], retryCount=2,
+                                  codeDir=f"{base}/jobs/missing"))
+        detail = c.wait_state(missing, TERMINAL)
+    assert detail["jobStatus"]["state"] == "FAILED" and detail["jobStatus"]["retries"] == 0
+    (_, task), = c.tasks(detail)
+    assert task["containerExitCode"] == -120 and "does not exist on HDFS" in task["containerExitDiagnostics"]

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pai.nodeagent.codefetch import CodeFetcher, CodeFetchError, resolve_source
+from pai.nodeagent.codefetch import CodeFetcher, resolve_source
+from pai.nodeagent.codefetch_model import CodeFetchError
 from pai.protocol import PlatformExit
 
 
@@ -57,7 +58,7 @@ def test_resolve_source(code_dir: str, path: str) -> None:
 @pytest.mark.parametrize(
     ("code_dir", "message"),
     [
-        pytest.param("hdfs://namenode:9000/code", "hdfs:// is not supported yet", id="hdfs-later"),
+        pytest.param("hdfs://namenode:9000/code", "not a local path", id="hdfs-is-not-local"),
         pytest.param("relative/code", "must be an absolute path", id="relative"),
         pytest.param("/shared/../etc", "'..' is not allowed", id="dotdot"),
         pytest.param("file:///shared/../etc", "'..' is not allowed", id="dotdot-in-uri"),
