@@ -10,7 +10,7 @@ import click
 from pai.cli.command import client_command, connect, master_option
 from pai.cli.output import OutputFormat, format_ago, format_memory, output_option, render_table, used_total
 
-NODE_HEADERS = ("NAME", "ADDRESS", "STATE", "GPU", "CPU", "MEM", "LAST HEARTBEAT")
+NODE_HEADERS = ("NAME", "ADDRESS", "STATE", "GPU", "CPU", "MEM", "LAST HEARTBEAT", "HEALTH")
 
 
 def render_nodes(nodes: Any, now_ms: float) -> str:
@@ -26,8 +26,17 @@ def render_nodes(nodes: Any, now_ms: float) -> str:
             used_total(used.get("cpu"), total.get("cpu")),
             used_total(used.get("memoryMB"), total.get("memoryMB"), format_memory),
             format_ago(node.get("lastHeartbeat"), now_ms),
+            _health(node),
         ))
     return render_table(NODE_HEADERS, rows)
+
+
+def _health(node: dict[str, Any]) -> str:
+    problems = [str(p) for p in node.get("problems") or []]
+    failed = node.get("failedGpus") or []
+    if failed:
+        problems.append(f"failed GPUs {','.join(str(g) for g in failed)}")
+    return "; ".join(problems) if problems else "ok"
 
 
 @client_command("nodes")

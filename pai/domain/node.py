@@ -33,6 +33,11 @@ class Node:
     log_port: int = 0  # the agent's log server: http://address:log_port/logs/...
     # What an admin set (CORDONED or DRAINING), kept while the node is LOST and restored when it is back.
     admin_state: NodeState | None = None
+    problems: tuple[str, ...] = ()  # health problems the agent reports; a node with any gets nothing new
+
+    def schedulable(self) -> bool:
+        """Whether new tasks may be placed here: the one rule (state and health)."""
+        return self.state.schedulable() and not self.problems
 
     def back_from_lost(self) -> NodeState:
         return self.admin_state or NodeState.READY

@@ -194,6 +194,7 @@ class Launcher:
                 port_range=old.port_range if old is not None else self.config.port_range,
                 failed_gpus=tuple(g.index for g in req.gpus if not g.healthy),
                 log_port=info.log_port,
+                problems=req.problems,
             )
             store_nodes.upsert_node(s, node, node.log_port)
             log.info("agent registered node=%s address=%s resources=%s", node.name, node.address,
@@ -208,10 +209,11 @@ class Launcher:
                 raise NoNodeError(f"node {req.node!r} is not registered; register first")
             failed = tuple(g.index for g in req.gpus if not g.healthy)
             state = node.back_from_lost() if node.state is NodeState.LOST else node.state
-            if failed != node.failed_gpus or state is not node.state:
-                store_nodes.upsert_node(
-                    s, replace(node, failed_gpus=failed, state=state, last_heartbeat=now), node.log_port
-                )
+            if failed != node.failed_gpus or state is not node.state or req.problems != node.problems:
+                if req.problems != node.problems:
+                    log.warning("node health node=%s problems=%s", node.name, "; ".join(req.problems) or "none")
+                changed = replace(node, failed_gpus=failed, state=state, last_heartbeat=now, problems=req.problems)
+                store_nodes.upsert_node(s, changed, node.log_port)
             else:
                 store_nodes.touch_heartbeat(s, req.node, now)
             return self._sync_node(s, req.node, req.containers, now)

@@ -112,7 +112,7 @@ def build_snapshot(
             used=used[n.name],
             gpu_type=n.gpu_type,
             labels=dict(n.labels),
-            schedulable=n.state.schedulable(),
+            schedulable=n.schedulable(),
             free_ports=(n.port_range[1] - n.port_range[0] + 1) - ports_used[n.name],
         )
         for n in nodes

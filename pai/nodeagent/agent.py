@@ -22,6 +22,7 @@ from pathlib import Path
 from pai.nodeagent.codefetch import DEFAULT_MAX_BYTES, CodeFetcher
 from pai.nodeagent.docker_runtime import DockerRuntime, engine_answers
 from pai.nodeagent.fence import Lease, spawn_watchdog
+from pai.nodeagent.health import DEFAULT_MIN_FREE_DISK_MB, HealthCheck
 from pai.nodeagent.logfmt import bind
 from pai.nodeagent.logserver import LogServer
 from pai.nodeagent.master_client import MasterClient, MasterRefusedError, MasterUnavailableError
@@ -73,6 +74,8 @@ class AgentConfig:
     node_timeout_seconds: float = 30.0
     fence_grace_seconds: float = 5.0
     watchdog: bool = True  # the lease watchdog process that stops the tasks if this agent dies
+    min_free_disk_mb: int = DEFAULT_MIN_FREE_DISK_MB  # less free in the work directory: the node is unhealthy
+    health_seconds: float = 5.0
 
 
 class Agent:
@@ -98,6 +101,7 @@ class Agent:
         self.fence_grace_seconds = config.fence_grace_seconds
         self._fence_at = 0.0  # time.monotonic() past which, without a reply, the tasks are stopped
         self.fenced = False  # the tasks were stopped for want of the master; cleared by the next reply
+        self.problems: tuple[str, ...] = ()  # the node's health problems, sent with every request
 
     @property
     def supervisor(self) -> Supervisor:
@@ -129,7 +133,11 @@ class Agent:
         self._client = MasterClient(cfg.master_url, cfg.token, cfg.request_timeout_seconds)
         extra = {"master": cfg.master_url, "log_port": self.log_port, "runtime": self.runtime_name}
         self.log.info("agent started", extra=extra | {"resources": self._resources.total.describe()})
-        tasks = [asyncio.create_task(self._loop()), asyncio.create_task(self._fence_watch())]
+        engine = (lambda: engine_answers(cfg.docker_host)) if self.runtime_name == "docker" else None
+        health = HealthCheck(cfg.work_dir, cfg.min_free_disk_mb, engine)
+        self.problems = await asyncio.to_thread(health.problems)
+        tasks = [asyncio.create_task(self._loop()), asyncio.create_task(self._fence_watch()),
+                 asyncio.create_task(self._health_watch(health))]
         try:
             await self._stop.wait()
         finally:
@@ -188,6 +196,15 @@ class Agent:
             await asyncio.wait_for(self._wake.wait(), seconds)
         self._wake.clear()
 
+    async def _health_watch(self, health: HealthCheck) -> None:
+        while True:
+            await asyncio.sleep(self.config.health_seconds)
+            problems = await asyncio.to_thread(health.problems)
+            if problems != self.problems:
+                self.log.warning("node health changed", extra={"problems": "; ".join(problems) or "none"})
+                self.problems = problems
+                self._wake.set()  # tell the master now
+
     async def _fence_watch(self) -> None:
         """Stop every task once the master has not answered for the node timeout: it is about to declare the
         node lost and run them elsewhere, and a task must never run twice."""
@@ -231,11 +248,11 @@ class Agent:
             name=cfg.name, address=cfg.address, resources=res.total, gpu_type=res.gpu_type,
             labels=dict(cfg.labels), log_port=self.log_port, runtime=self.runtime_name,
         )  # fmt: skip
-        return RegisterRequest(node, self._reports(), res.gpu_health())
+        return RegisterRequest(node, self._reports(), res.gpu_health(), self.problems)
 
     def _heartbeat_request(self) -> HeartbeatRequest:
         assert self._resources is not None
-        return HeartbeatRequest(self.config.name, self._reports(), self._resources.gpu_health())
+        return HeartbeatRequest(self.config.name, self._reports(), self._resources.gpu_health(), self.problems)
 
     @property
     def _master(self) -> MasterClient:

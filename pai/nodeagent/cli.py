@@ -12,6 +12,7 @@ import click
 
 from pai.nodeagent.agent import RUNTIMES, Agent, AgentConfig
 from pai.nodeagent.codefetch import DEFAULT_MAX_BYTES
+from pai.nodeagent.health import DEFAULT_MIN_FREE_DISK_MB
 from pai.nodeagent.logfmt import configure
 
 
@@ -51,6 +52,8 @@ def _labels(ctx: click.Context, param: click.Parameter, values: tuple[str, ...])
               help="Seconds between SIGTERM and SIGKILL with --kill-on-exit.")  # fmt: skip
 @click.option("--code-max-mb", type=click.IntRange(min=1), default=DEFAULT_MAX_BYTES >> 20, show_default=True,
               help="Largest codeDir copied, in MB.")  # fmt: skip
+@click.option("--min-free-disk-mb", type=click.IntRange(min=0), default=DEFAULT_MIN_FREE_DISK_MB, show_default=True,
+              help="Below this much free space in the work directory the node takes no new tasks.")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 def agent(
     master_url: str,
@@ -71,6 +74,7 @@ def agent(
     kill_on_exit: bool,
     kill_grace: float,
     code_max_mb: int,
+    min_free_disk_mb: int,
     verbose: bool,
 ) -> None:
     """Run the node agent: register with the master, run the tasks it sends, serve their logs."""
@@ -98,6 +102,7 @@ def agent(
         kill_on_exit=kill_on_exit,
         kill_grace_seconds=kill_grace,
         code_max_bytes=code_max_mb << 20,
+        min_free_disk_mb=min_free_disk_mb,
     )
     asyncio.run(_run(Agent(config)))
 

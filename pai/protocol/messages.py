@@ -125,6 +125,7 @@ class RegisterRequest:
     node: NodeInfo
     containers: tuple[ContainerReport, ...] = ()
     gpus: tuple[GpuHealth, ...] = ()
+    problems: tuple[str, ...] = ()  # the node's health problems, in words (none: healthy)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -132,6 +133,7 @@ class RegisterRequest:
             "node": self.node.to_dict(),
             "containers": [c.to_dict() for c in self.containers],
             "gpus": [g.to_dict() for g in self.gpus],
+            "problems": list(self.problems),
         }
 
     @classmethod
@@ -141,6 +143,7 @@ class RegisterRequest:
             node=NodeInfo.from_dict(d.get("node") or {}),
             containers=tuple(ContainerReport.from_dict(c) for c in d.get("containers") or ()),
             gpus=tuple(GpuHealth.from_dict(g) for g in d.get("gpus") or ()),
+            problems=tuple(str(p) for p in d.get("problems") or ()),
         )
 
 
@@ -149,6 +152,7 @@ class HeartbeatRequest:
     node: str
     containers: tuple[ContainerReport, ...] = ()
     gpus: tuple[GpuHealth, ...] = ()
+    problems: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -156,6 +160,7 @@ class HeartbeatRequest:
             "node": self.node,
             "containers": [c.to_dict() for c in self.containers],
             "gpus": [g.to_dict() for g in self.gpus],
+            "problems": list(self.problems),
         }
 
     @classmethod
@@ -166,6 +171,7 @@ class HeartbeatRequest:
                 node=str(d["node"]),
                 containers=tuple(ContainerReport.from_dict(c) for c in d.get("containers") or ()),
                 gpus=tuple(GpuHealth.from_dict(g) for g in d.get("gpus") or ()),
+                problems=tuple(str(p) for p in d.get("problems") or ()),
             )
         except (KeyError, TypeError) as e:
             raise ProtocolError(f"bad heartbeat: {e}") from e

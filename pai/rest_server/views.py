@@ -107,6 +107,8 @@ def node_view(node: Node, used: Resources) -> dict[str, Any]:
         "gpuType": node.gpu_type,
         "labels": dict(node.labels),
         "failedGpus": list(node.failed_gpus),
+        "healthy": not node.problems and not node.failed_gpus,
+        "problems": list(node.problems),
         "total": node.total.to_dict(),
         "used": used.to_dict(),
     }

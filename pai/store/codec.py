@@ -108,6 +108,7 @@ def update_node_row(row: NodeRow, node: Node) -> None:
     row.port_low, row.port_high = node.port_range
     row.log_port = node.log_port
     row.admin_state = None if node.admin_state is None else node.admin_state.value
+    row.problems = list(node.problems)
 
 
 def node_from_row(row: NodeRow) -> Node:
@@ -123,4 +124,5 @@ def node_from_row(row: NodeRow) -> Node:
         failed_gpus=tuple(row.failed_gpus),
         log_port=row.log_port,
         admin_state=None if row.admin_state is None else NodeState(row.admin_state),
+        problems=tuple(str(p) for p in row.problems or ()),
     )

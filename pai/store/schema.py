@@ -144,6 +144,7 @@ class NodeRow(Base):
     port_low: Mapped[int]
     port_high: Mapped[int]
     admin_state: Mapped[str | None] = mapped_column(String(16))
+    problems: Mapped[list[Any]] = mapped_column(JSON, default=list)
 
 
 class VirtualClusterRow(Base):

@@ -244,3 +244,11 @@ async def test_the_reported_log_port_serves_the_attempts_logs(tmp_path: Path, ma
                 assert (resp.status, await resp.text()) == (200, "hello\n")
             async with http.get(url) as resp:
                 assert resp.status == 401
+
+
+async def test_the_agent_reports_its_health_problems(tmp_path: Path, master: FakeMaster) -> None:
+    async with running(config(tmp_path, master.url, min_free_disk_mb=10**9, health_seconds=0.1)):
+        await eventually(lambda: master.heartbeats, what="a heartbeat")
+        problems = master.registers[0].problems
+        assert len(problems) == 1 and "MB free, below 1000000000 MB" in problems[0]
+        assert master.heartbeats[-1].problems == problems

@@ -6,7 +6,7 @@ import asyncio
 
 from pai.rest_server.keys import DB
 from pai.store import users
-from tests.rest_server.conftest import Api
+from tests.rest_server.conftest import AGENT_TOKEN, Api
 from tests.rest_server.test_vcs import add_node, job
 
 
@@ -88,3 +88,25 @@ async def test_draining_a_node_moves_its_jobs_to_other_nodes(api: Api) -> None:
     kinds = [e["kind"] for e in detail["events"]]  # type: ignore[union-attr, index]
     assert "preempted" in kinds and "requeued" in kinds
     assert detail["jobStatus"]["retries"] == 0  # type: ignore[index]
+
+
+async def test_an_unhealthy_node_gets_nothing_new_and_says_why(api: Api) -> None:
+    await add_node(api, "n1")
+    problem = "the Docker Engine does not answer: connection refused"
+    beat = {"version": 1, "node": "n1", "problems": [problem]}
+    status, _ = await api.call("POST", "/api/internal/agents/n1/heartbeat", json_body=beat, token=AGENT_TOKEN)
+    assert status == 200
+    _, nodes = await api.call("GET", "/api/v2/nodes")
+    assert (nodes[0]["state"], nodes[0]["healthy"], nodes[0]["problems"]) == ("READY", False, [problem])
+    await api.call("POST", "/api/v2/jobs", body=job("h"), content_type="application/json")
+    await asyncio.sleep(0.5)  # several scheduling passes (tick 0.05 s)
+    assert await state_of(api, "admin~h") == "WAITING"
+    beat["problems"] = []
+    await api.call("POST", "/api/internal/agents/n1/heartbeat", json_body=beat, token=AGENT_TOKEN)
+    for _ in range(100):
+        if await state_of(api, "admin~h") == "RUNNING":
+            break
+        await asyncio.sleep(0.05)
+    assert await state_of(api, "admin~h") == "RUNNING"
+    _, nodes = await api.call("GET", "/api/v2/nodes")
+    assert (nodes[0]["healthy"], nodes[0]["problems"]) == (True, [])
