@@ -70,9 +70,10 @@ class MasterApi:
         result: dict[str, Any] = self.http.json("PUT", _job_path(key) + "/executionType", payload={"value": "STOP"})
         return result
 
-    def task_log(self, key: str, role: str, index: int, stream: str, tail: int | None = None) -> str:
+    def task_log(self, key: str, role: str, index: int, stream: str, tail: int | None = None,
+                 attempt: str | None = None) -> str:
         path = f"{_job_path(key)}/tasks/{quote_segment(role)}/{index}/logs/{stream}"
-        return self.http.request("GET", path, query={"tail": tail}).text()
+        return self.http.request("GET", path, query={"tail": tail, "attempt": attempt}).text()
 
     def nodes(self) -> list[dict[str, Any]]:
         result: list[dict[str, Any]] = self.http.json("GET", "/api/v2/nodes")

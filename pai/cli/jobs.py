@@ -98,11 +98,13 @@ def show_config(name: str, output: OutputFormat, master: str | None) -> None:
 @click.option("--index", type=click.IntRange(min=0), default=0, show_default=True, help="Task index in the role.")
 @click.option("--stderr", "stderr", is_flag=True, help="Show stderr instead of stdout.")
 @click.option("--tail", type=click.IntRange(min=1), metavar="BYTES", help="Only the last BYTES bytes.")
+@click.option("--attempt", metavar="ATTEMPT_ID", help="An earlier attempt (ids: pai job show, or /attempts).")
 @master_option
-def logs(name: str, role: str | None, index: int, stderr: bool, tail: int | None, master: str | None) -> None:
+def logs(name: str, role: str | None, index: int, stderr: bool, tail: int | None, attempt: str | None,
+         master: str | None) -> None:
     """Show the output of a task.
 
-    The latest attempt of task INDEX of ROLE of job NAME.
+    The latest attempt of task INDEX of ROLE of job NAME, or the attempt ATTEMPT_ID.
     """
     conn = connect(master)
     key = conn.job_key(name)
@@ -110,7 +112,7 @@ def logs(name: str, role: str | None, index: int, stderr: bool, tail: int | None
         role = first_role(conn.api.job(key))
         if role is None:
             raise CliError(f"job {key} has no task roles")
-    text = conn.api.task_log(key, role, index, "stderr" if stderr else "stdout", tail)
+    text = conn.api.task_log(key, role, index, "stderr" if stderr else "stdout", tail, attempt)
     click.echo(text, nl=False)
 
 

@@ -20,7 +20,7 @@ from pai.domain.jobspec import JobSpec
 from pai.domain.node import Node, NodeState
 from pai.domain.resources import Resources
 from pai.domain.states import JobState
-from pai.launcher import cluster
+from pai.launcher import cluster, logs
 from pai.launcher.access import require_owner_or_admin
 from pai.launcher.binding import BindingError, bind_task, ledgers
 from pai.launcher.env import task_env
@@ -39,6 +39,7 @@ from pai.launcher.lifecycle import (
     live_attempts,
     on_event,
 )
+from pai.launcher.logs import LogLocation
 from pai.launcher.reconcile import pending_starts, reconcile
 from pai.launcher.snapshot import (
     build_snapshot,
@@ -157,6 +158,11 @@ class Launcher:
             store_jobs.save_job(s, job)
         log.info("job stop requested job=%s by=%s state=%s", key, by.name, job.state.value)
         return StopResult(job, already_ended=False)
+
+    def locate_log(self, key: str, role: str, index: int, attempt_id: str | None = None) -> LogLocation:
+        """Where the output of an attempt of task ``role[index]`` is (the latest, or ``attempt_id``)."""
+        with self.db.session() as s:
+            return logs.locate(s, key, role, index, attempt_id)
 
     def set_priority(self, key: str, priority_class: str, by: User) -> Job:
         """Change a job's priority class while it waits or runs (takes effect on the next pass)."""

@@ -12,11 +12,12 @@ from pai.domain.job import Job
 from pai.domain.limits import INT32_MAX
 from pai.domain.states import JobState
 from pai.jobspec import stored_config
+from pai.launcher.logs import MAX_LOG_BYTES
 from pai.rest_server.auth import current_user
 from pai.rest_server.handlers import json_body
 from pai.rest_server.keys import AGENT_TOKEN, HTTP, LAUNCHER, LOOP, STORE
 from pai.rest_server.views import attempt_view, job_detail, job_summary
-from pai.store import history, nodes
+from pai.store import history
 from pai.store import jobs as store_jobs
 
 
@@ -150,28 +151,23 @@ async def task_log(request: web.Request) -> web.Response:
     except ValueError:
         raise InvalidParametersError("index: must be an integer", field="index") from None
     tail = _int_param(request, "tail", None)
-    launcher = request.app[LAUNCHER]
-
-    def locate() -> tuple[str, str, int]:
-        with launcher.db.session() as s:
-            job = store_jobs.get_job(s, key)
-            attempts = [a for a in history.list_attempts(s, job.id) if a.role == role and a.index == index]
-            if not attempts or attempts[-1].node is None:
-                raise NoTaskError(f"task {role}[{index}] of job {key} has no attempt yet")
-            last = attempts[-1]
-            assert last.node is not None
-            node = nodes.get_node(s, last.node)
-            return last.attempt_id, node.address, nodes.get_log_port(s, node.name)
-
-    attempt_id, address, port = await request.app[STORE].call(locate)
-    url = f"http://{address}:{port}/logs/{attempt_id}/{stream}"
-    params = {"tail": str(tail)} if tail is not None else {}
+    attempt = request.query.get("attempt") or None
+    where = await request.app[STORE].call(request.app[LAUNCHER].locate_log, key, role, index, attempt)
+    url = f"http://{where.address}:{where.port}/logs/{where.attempt_id}/{stream}"
+    # A full read is capped: the last MAX_LOG_BYTES of the file, and X-Log-Truncated says so.
+    params = {"tail": str(min(tail, MAX_LOG_BYTES) if tail is not None else MAX_LOG_BYTES)}
     try:
         headers = {"Authorization": f"Bearer {request.app[AGENT_TOKEN]}"}  # the log server serves only the master
-        async with request.app[HTTP].get(url, params=params, headers=headers, timeout=ClientTimeout(total=10)) as resp:
-            text = await resp.text()
+        async with request.app[HTTP].get(url, params=params, headers=headers, timeout=ClientTimeout(total=30)) as resp:
+            text = await resp.text(errors="replace")
             if resp.status != 200:
-                raise NoTaskError(f"the agent at {address} has no {stream} for {role}[{index}] of {key}")
+                raise NoTaskError(f"node {where.node} has no {stream} of attempt {where.attempt_id} of "
+                                  f"{role}[{index}] of {key}")
+            size = int(resp.headers.get("X-Log-Size", "0"))
     except ClientError as e:
-        raise NoTaskError(f"the agent at {address}:{port} did not answer for the log: {e}") from None
-    return web.Response(text=text, content_type="text/plain")
+        raise NoTaskError(f"the agent of node {where.node} ({where.address}:{where.port}) did not answer for the "
+                          f"log: {e}") from None
+    truncated = tail is None and size > MAX_LOG_BYTES
+    out = {"X-Log-Size": str(size), "X-Attempt-Id": where.attempt_id, "X-Log-Truncated": str(truncated).lower()}
+    return web.Response(text=text, content_type="text/plain", headers=out)
+

@@ -159,3 +159,19 @@ def test_a_code_dir_on_hdfs_is_the_tasks_working_directory(two_agents: Cluster, 
     assert detail["jobStatus"]["state"] == "FAILED" and detail["jobStatus"]["retries"] == 0
     (_, task), = c.tasks(detail)
     assert task["containerExitCode"] == -120 and "does not exist on HDFS" in task["containerExitDiagnostics"]
+
+
+def test_the_logs_of_an_earlier_attempt_stay_readable(two_agents: Cluster, tmp_path: Path) -> None:
+    c = two_agents
+    marker = tmp_path / f"tried-{uuid.uuid4().hex}"
+    key = c.submit(v1_job(f"retry-{uuid.uuid4().hex[:6]}", [v1_role(
+        "w", 1, f"if [ -f {marker} ]; then echo second; else touch {marker}; echo first; exit 1; fi")], retryCount=1))
+    assert c.wait_state(key, TERMINAL)["jobStatus"]["state"] == "SUCCEEDED"
+    status, attempts = c.raw("GET", f"/api/v2/jobs/{key}/attempts")
+    assert status == 200
+    ids = [a["attemptId"] for a in attempts if a["role"] == "w"]
+    assert len(ids) == 2
+    assert c.log(key, "w", 0) == "second\n"
+    assert c.api.task_log(key, "w", 0, "stdout", attempt=ids[0]) == "first\n"
+    status, body = c.raw("GET", f"/api/v2/jobs/{key}/tasks/w/0/logs/stdout?attempt=nope")
+    assert status == 404 and body["code"] == "NoTaskError"
