@@ -97,7 +97,7 @@ async def set_node_state(request: web.Request) -> web.Response:
     body = await json_body(request)
     allowed = {s.value: s for s in (NodeState.READY, NodeState.CORDONED, NodeState.DRAINING)}
     value = body.get("value")
-    if value not in allowed:
+    if not isinstance(value, str) or value not in allowed:
         raise InvalidParametersError(f"value: {value!r} is not one of {', '.join(allowed)}", field="value")
     name = request.match_info["node"]
     launcher = request.app[LAUNCHER]
