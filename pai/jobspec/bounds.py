@@ -47,13 +47,13 @@ def check_json_depth(text: str) -> None:
             depth -= 1
 
 
-def check_yaml_shape(text: str, loader: type[Any]) -> None:
+def check_yaml_shape(text: str, loader: type[Any]) -> bool:
     """Refuse YAML text nested deeper than :data:`MAX_DEPTH` or with more than :data:`MAX_NODES` nodes, from its
-    parse events (no recursion, no nodes kept). A syntax error stops the scan: the loader that runs next reports
-    it, and everything before it was within bounds."""
+    parse events (no recursion, no nodes kept); True when the text parses. A syntax error stops the scan: the
+    loader that runs next reports it, and everything before it was within bounds."""
     if _FAST_LOADER is not None and _scan(text, _FAST_LOADER):
-        return
-    _scan(text, loader)  # no LibYAML, or LibYAML disagrees with PyYAML: scan as PyYAML will parse
+        return True
+    return _scan(text, loader)  # no LibYAML, or LibYAML disagrees with PyYAML: scan as PyYAML will parse
 
 
 def _scan(text: str, loader_class: type[Any]) -> bool:

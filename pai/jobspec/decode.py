@@ -104,12 +104,11 @@ _Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)
 
 
 def _is_yaml(text: str) -> bool:
+    """Whether the text parses as YAML (its events only: nothing is built)."""
     try:
-        check_yaml_shape(text, _Loader)
-        yaml.load(text, Loader=_Loader)
-    except (yaml.YAMLError, ValueError, InvalidProtocolError):
-        return False
-    return True
+        return check_yaml_shape(text, _Loader)
+    except InvalidProtocolError:  # YAML, but past a bound: decoding it as YAML says which
+        return True
 
 
 def _load_yaml(text: str) -> Any:
