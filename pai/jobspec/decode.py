@@ -22,13 +22,13 @@ class Syntax(Enum):
     YAML = "yaml"
 
     @classmethod
-    def of(cls, text: str, content_type: str | None) -> Syntax:
+    def of(cls, text: str, content_type: str | None, bounded: bool = True) -> Syntax:
         """JSON when the content type says so or the body is a JSON object; YAML otherwise."""
         if content_type is not None and "json" in content_type.split(";", 1)[0].strip().lower():
             return cls.JSON
         if text.lstrip().startswith("{"):
             try:
-                load_json(text)
+                load_json(text, bounded)
             except InvalidProtocolError:
                 # A YAML flow mapping (``{a: 1}``) is not JSON; a broken JSON object is not YAML either.
                 return cls.YAML if _is_yaml(text) else cls.JSON
@@ -43,15 +43,19 @@ class Decoded:
     text: str
 
 
-def decode(body: bytes | str, content_type: str | None = None) -> Decoded:
-    """Parse ``body`` into a mapping; any failure is an :class:`InvalidProtocolError`."""
+def decode(body: bytes | str, content_type: str | None = None, *, bounded: bool = True) -> Decoded:
+    """Parse ``body`` into a mapping; any failure is an :class:`InvalidProtocolError`.
+
+    ``bounded=False`` (for reading a stored spec again) skips the bounds added since it may have been accepted:
+    nesting depth, NaN and the values :func:`pai.jobspec.bounds.check_values` refuses."""
     text = _text(body)
-    syntax = Syntax.of(text, content_type)
-    data = load_json(text) if syntax is Syntax.JSON else _load_yaml(text)
+    syntax = Syntax.of(text, content_type, bounded)
+    data = load_json(text, bounded) if syntax is Syntax.JSON else _load_yaml(text, bounded)
     if not isinstance(data, dict):
         kind = "empty" if data is None else type(data).__name__
         raise InvalidProtocolError(f"job spec must be a mapping, got {kind}", field="")
-    check_values(data)
+    if bounded:
+        check_values(data)
     return Decoded(config=data, syntax=syntax, text=text)
 
 
@@ -77,12 +81,14 @@ def _no_constant(name: str) -> Any:
     raise InvalidProtocolError(f"malformed JSON: {name} is not a JSON number", field="")
 
 
-def load_json(text: str) -> Any:
+def load_json(text: str, bounded: bool = True) -> Any:
     """JSON text as Python values, its depth checked first; duplicate keys, ``NaN``/``Infinity`` and numbers too
     long to convert are an :class:`InvalidProtocolError`."""
-    check_json_depth(text)
+    if bounded:
+        check_json_depth(text)
+    constants = _no_constant if bounded else None
     try:
-        return json.loads(text, object_pairs_hook=_reject_duplicates, parse_constant=_no_constant)
+        return json.loads(text, object_pairs_hook=_reject_duplicates, parse_constant=constants)
     except json.JSONDecodeError as exc:
         raise InvalidProtocolError(
             f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", field=""
@@ -111,8 +117,9 @@ def _is_yaml(text: str) -> bool:
         return True
 
 
-def _load_yaml(text: str) -> Any:
-    check_yaml_shape(text, _Loader)
+def _load_yaml(text: str, bounded: bool = True) -> Any:
+    if bounded:
+        check_yaml_shape(text, _Loader)
     try:
         loader = _Loader(text)
     except yaml.reader.ReaderError as exc:  # the reader refuses control characters (NUL, ...) before parsing
@@ -122,7 +129,7 @@ def _load_yaml(text: str) -> Any:
         node = loader.get_single_node()
         if node is None:
             return None
-        _check_keys(node)
+        _check_keys(node, MAX_DEPTH if bounded else None)
         return loader.construct_document(node)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
@@ -139,7 +146,7 @@ def _load_yaml(text: str) -> Any:
 Walk = Callable[[yaml.Node, str, int], tuple[int, int]]
 
 
-def _check_keys(root: yaml.Node) -> None:
+def _check_keys(root: yaml.Node, max_depth: int | None) -> None:
     """Reject duplicate keys (PyYAML silently keeps the last one), non-scalar keys, recursive aliases and
     documents whose aliases expand past :data:`MAX_NODES` nodes or :data:`MAX_DEPTH` levels."""
     shapes: dict[int, tuple[int, int]] = {}  # id(node) -> (expanded size, height)
@@ -149,7 +156,7 @@ def _check_keys(root: yaml.Node) -> None:
         if id(node) in active:
             raise InvalidProtocolError(f"{path or '<root>'}: recursive YAML alias", field=path)
         if id(node) not in shapes:
-            if level > MAX_DEPTH and isinstance(node, yaml.CollectionNode):
+            if max_depth is not None and level > max_depth and isinstance(node, yaml.CollectionNode):
                 raise too_deep(f" at {path} (line {node.start_mark.line + 1}, aliases expanded)")
             active.add(id(node))
             size, height = 1, 0
@@ -167,7 +174,7 @@ def _check_keys(root: yaml.Node) -> None:
                 )
             shapes[id(node)] = (size, height + 1 if isinstance(node, yaml.CollectionNode) else 0)
         size, height = shapes[id(node)]
-        if level + height - 1 > MAX_DEPTH:
+        if max_depth is not None and level + height - 1 > max_depth:
             raise too_deep(f" at {path or '<root>'} (line {node.start_mark.line + 1}, aliases expanded)")
         return size, height
 

@@ -51,7 +51,7 @@ def stored_config(text: str) -> tuple[dict[str, Any], int]:
     """A job's submitted text as it was accepted, with secrets masked, and its protocol version; not validated
     again (for ``/config``): the cluster's priority classes may have changed since, and what was accepted
     stays readable."""
-    decoded = decode(text)
+    decoded = decode(text, bounded=False)
     version = ProtocolVersion.of(decoded.config, from_json=decoded.syntax is Syntax.JSON)
     return mask_secrets(decoded.config), int(version)
 

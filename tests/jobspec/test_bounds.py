@@ -12,7 +12,7 @@ import yaml
 
 from pai.domain import InvalidParametersError, InvalidProtocolError
 from pai.domain.limits import JobLimits
-from pai.jobspec import bounds, parse_job
+from pai.jobspec import bounds, parse_job, stored_config
 from pai.jobspec.bounds import MAX_DEPTH, MAX_NODES
 from pai.jobspec.vcconfig import validate_cluster_config
 from pai.vc.config import parse_config
@@ -197,3 +197,18 @@ def test_a_syntax_error_libyaml_does_not_share_still_gets_the_bounds(monkeypatch
     monkeypatch.setattr(bounds, "_FAST_LOADER", Refusing)
     with pytest.raises(InvalidProtocolError, match="nested deeper than 64 levels"):
         parse_job(DEEP_BLOCK_YAML, "text/yaml")
+
+
+@pytest.mark.parametrize(
+    ("text", "version"),
+    [
+        pytest.param(json.dumps(v1_job(extras={"x": _nested(70)}, jobEnvs={"N": float("nan")})), 1,
+                     id="v1: deep and NaN"),
+        pytest.param(yaml.safe_dump(v2_job(parameters={"x": _nested(70), "y": "a\x00b"})), 2, id="v2: deep and NUL"),
+    ],
+)
+def test_a_spec_accepted_before_the_bounds_stays_readable(text: str, version: int) -> None:
+    with pytest.raises(InvalidProtocolError):
+        parse_job(text)
+    config, read_version = stored_config(text)
+    assert read_version == version and config
