@@ -188,7 +188,8 @@ class Agent:
                 self.log.exception("agent loop failed", extra={"retry_in": round(backoff, 2)})
             self.registered.clear()
             await asyncio.sleep(backoff * random.uniform(0.8, 1.2))
-            backoff = min(backoff * 2, self.config.max_backoff_seconds)
+            # Never wait so long that a master back from an outage declares this node lost meanwhile.
+            backoff = min(backoff * 2, self.config.max_backoff_seconds, self.node_timeout_seconds / 5)
 
     async def _pause(self, seconds: float) -> None:
         """Wait for the next heartbeat: ``seconds``, or less when an attempt exits."""

@@ -121,13 +121,15 @@ def fence_containers(state_dir: Path, grace: float, docker_host: str | None) -> 
     """Stop (SIGTERM, ``grace``, SIGKILL) the running containers the docker runtime of ``state_dir`` started;
     their attempt ids."""
     import docker  # only a docker agent's watchdog needs the SDK
+    import docker.errors
 
     client = docker.DockerClient(base_url=docker_host) if docker_host else docker.from_env()
     try:
-        running = client.containers.list(filters={"label": f"pai.agent={state_dir.resolve()}"})
+        running = client.api.containers(filters={"label": f"pai.agent={state_dir.resolve()}"})
         for c in running:
-            c.stop(timeout=max(0, int(grace)))
-        return [str(c.labels.get("pai.attempt", c.name)) for c in running]
+            with contextlib.suppress(docker.errors.NotFound):  # it ended meanwhile
+                client.api.stop(c["Id"], timeout=max(0, int(grace)))
+        return [str(c["Labels"].get("pai.attempt", c["Id"][:12])) for c in running]
     finally:
         client.close()
 

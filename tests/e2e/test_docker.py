@@ -27,7 +27,7 @@ def in_containers(tmp_path_factory: pytest.TempPathFactory, docker_host: str) ->
 def _containers(docker_host: str, job: str) -> list[str]:
     client = docker.DockerClient(base_url=docker_host)
     try:
-        return [c.name for c in client.containers.list(all=True, filters={"label": f"pai.job={job}"})]
+        return [c["Id"] for c in client.api.containers(all=True, filters={"label": f"pai.job={job}"})]
     finally:
         client.close()
 

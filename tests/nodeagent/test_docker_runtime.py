@@ -43,10 +43,11 @@ def out(tmp_path: Path, attempt_id: str, stream: str = "stdout") -> str:
     return (tmp_path / attempt_id / f"{stream}.log").read_text()
 
 
-def containers(docker_host: str, attempt_id: str) -> list[object]:
+def containers(docker_host: str, attempt_id: str) -> list[str]:
+    """Ids of the attempt's containers (the low-level list: the runtime may remove one while we look)."""
     client = docker.DockerClient(base_url=docker_host)
     try:
-        return list(client.containers.list(all=True, filters={"label": f"pai.attempt={attempt_id}"}))
+        return [c["Id"] for c in client.api.containers(all=True, filters={"label": f"pai.attempt={attempt_id}"})]
     finally:
         client.close()
 
