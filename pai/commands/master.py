@@ -31,10 +31,13 @@ from pai.store.db import default_data_dir
 @click.option("--vc-config", type=click.Path(exists=True, dir_okay=False, path_type=Path), envvar="PAI_VC_CONFIG",
               default=None, help="Cluster configuration (VCs, priority classes, scheduler) applied at start.")
 @click.option("--heartbeat", default=1.0, show_default=True, type=float, help="Agents' heartbeat interval.")
+@click.option("--max-body-mb", envvar="PAI_MAX_BODY_MB", default=4, show_default=True, type=click.IntRange(min=1),
+              help="Largest request body accepted (a job spec); larger ones get 413.")
 @click.option("--fence-grace", default=5.0, show_default=True, type=float,
               help="How long a fenced task (its agent lost the master) gets between SIGTERM and SIGKILL.")
 def master(host: str, port: int, data_dir: Path | None, database_url: str | None, grace_seconds: float,
-           node_timeout: float, vc_config: Path | None, heartbeat: float, fence_grace: float) -> None:
+           node_timeout: float, vc_config: Path | None, heartbeat: float, max_body_mb: int,
+           fence_grace: float) -> None:
     """Run the master: REST API, scheduler loop and store."""
     setup_logging("master")
     if vc_config is not None:
@@ -48,6 +51,7 @@ def master(host: str, port: int, data_dir: Path | None, database_url: str | None
         data_dir=data_dir or default_data_dir(),
         database_url=database_url,
         vc_config=vc_config,
+        max_body_bytes=max_body_mb * 1024 * 1024,
         launcher=LauncherConfig(
             grace_seconds=grace_seconds, node_timeout_seconds=node_timeout, heartbeat_seconds=heartbeat,
             fence_grace_seconds=fence_grace,

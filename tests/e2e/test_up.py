@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from pai.cli.errors import ApiError
 from pai.cli.http import HttpClient
 from tests.e2e.harness import free_port, wait_for
 
@@ -74,3 +75,24 @@ def test_pai_up_and_pai_master_on_a_port_held_by_another_program(tmp_path: Path)
         r = _pai("master", "--port", str(port), "--data-dir", str(tmp_path / "m"), home=tmp_path)
         assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
         assert f"port {port} on 127.0.0.1 is already in use" in r.stderr
+
+
+def test_pai_master_max_body_mb_sets_the_request_limit(tmp_path: Path) -> None:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "pai", "master", "--port", str(port), "--data-dir",
+                             str(tmp_path / "m"), "--max-body-mb", "1"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        http = HttpClient(f"http://127.0.0.1:{port}")
+        wait_for("the master", lambda: http.json("GET", "/healthz"))
+        try:
+            big = b"x" * (1536 * 1024)
+            http.request("POST", "/api/v2/authn/basic/login", body=big, content_type="application/json")
+        except ApiError as e:
+            assert (e.status, e.code) == (413, "RequestTooLargeError")
+            assert "1048576 bytes (pai master --max-body-mb)" in e.message
+        else:
+            raise AssertionError("a body over --max-body-mb was accepted")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
