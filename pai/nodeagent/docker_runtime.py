@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import threading
 import time
 from collections.abc import Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +32,8 @@ from docker.types import DeviceRequest, Mount
 
 from pai.nodeagent import attempt_record
 from pai.nodeagent.attempt_record import AttemptRecord, exit_reason_of
-from pai.nodeagent.logfmt import BoundLogger, bind
+from pai.nodeagent.attempts import Attempt, AttemptBook, fields
+from pai.nodeagent.logfmt import BoundLogger
 from pai.nodeagent.paths import check_attempt_id
 from pai.nodeagent.runtime import ExitListener
 from pai.protocol import ContainerReport, PlatformExit, StartTask
@@ -60,11 +60,8 @@ def engine_answers(base_url: str | None = None, timeout: float = 2.0) -> str | N
 
 
 @dataclass(eq=False)
-class _Attempt:
-    record: AttemptRecord
+class _Attempt(Attempt):
     container_id: str | None = None
-    stopping: bool = False
-    finished: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class DockerRuntime:
@@ -74,14 +71,13 @@ class DockerRuntime:
                  base_url: str | None = None, gpu_devices: bool = False) -> None:
         """Use :meth:`open`, which also re-adopts this agent's containers. ``gpu_devices``: request GPUs from
         the engine (the node has NVIDIA devices); otherwise only ``NVIDIA_VISIBLE_DEVICES`` names them."""
-        state_dir.mkdir(parents=True, exist_ok=True)
+        self._book: AttemptBook[_Attempt] = AttemptBook(state_dir, on_exit, log)
         self._state_dir = state_dir
         self._agent = str(state_dir.resolve())
-        self._on_exit = on_exit
-        self._log = log or bind(logging.getLogger(__name__))
+        self._log = self._book.log
         self._gpu_devices = gpu_devices
         self._client = docker.DockerClient(base_url=base_url) if base_url else docker.from_env()
-        self._attempts: dict[str, _Attempt] = {}
+        self._attempts = self._book.attempts
         self._loop: asyncio.AbstractEventLoop | None = None
         self._events: Any = None
         self._closed = threading.Event()
@@ -124,14 +120,9 @@ class DockerRuntime:
 
     async def stop(self, attempt_id: str, grace_seconds: float, exit_code: int | None = None,
                    reason: str | None = None) -> None:
-        attempt = self._attempts.get(attempt_id)
-        if attempt is None or attempt.finished.is_set():
+        attempt = self._book.to_stop(attempt_id, grace_seconds, exit_code, reason)
+        if attempt is None:
             return
-        if not attempt.record.stop_requested:  # the first stop's code and reason are the ones reported
-            attempt.record = attempt.record.stopping(exit_code, reason)
-            self._save(attempt.record)
-        attempt.stopping = True
-        self._log.info("stopping attempt", extra=self._fields(attempt.record) | {"grace": grace_seconds})
         if attempt.container_id is not None:
             with contextlib.suppress(docker.errors.NotFound):  # SIGTERM, the grace period, SIGKILL
                 await asyncio.to_thread(self._client.api.stop, attempt.container_id, timeout=max(0, int(grace_seconds)))
@@ -139,13 +130,10 @@ class DockerRuntime:
         await attempt.finished.wait()
 
     def reports(self) -> list[ContainerReport]:
-        return [a.record.to_report() for a in self._attempts.values()]
+        return self._book.reports()
 
     def forget(self, attempt_id: str) -> None:
-        attempt = self._attempts.get(attempt_id)
-        if attempt is not None and not attempt.record.running:
-            del self._attempts[attempt_id]
-            (self._state_dir / f"{attempt_id}.json").unlink(missing_ok=True)
+        self._book.forget(attempt_id)
 
     async def close(self) -> None:
         self._closed.set()
@@ -254,15 +242,7 @@ class DockerRuntime:
         return state
 
     def _finish(self, attempt: _Attempt, record: AttemptRecord) -> None:
-        attempt.record = record
-        self._save(record)
-        attempt.finished.set()
-        self._log.info("attempt exited", extra=self._fields(record) | {"exit_code": record.exit_code})
-        if self._on_exit is not None:
-            try:
-                self._on_exit(record.to_report())
-            except Exception:
-                self._log.exception("exit listener failed", extra=self._fields(record))
+        self._book.finish(attempt, record)
 
     # -- restarts --------------------------------------------------------------------------------------
 
@@ -298,11 +278,11 @@ class DockerRuntime:
                 self._finish(attempt, attempt.record.lost(time.time()))
 
     def _save(self, record: AttemptRecord) -> None:
-        attempt_record.save(record, self._state_dir / f"{record.attempt_id}.json")
+        self._book.save(record)
 
     @staticmethod
     def _fields(record: AttemptRecord) -> dict[str, object]:
-        return {"attempt": record.attempt_id, "job": record.job_key, "role": record.role, "index": record.index}
+        return fields(record)
 
 
 def _exit_of(state: dict[str, Any]) -> tuple[int, str | None]:

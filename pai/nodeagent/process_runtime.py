@@ -14,19 +14,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import os
 import signal
 import subprocess
 import time
 from collections.abc import Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pai.nodeagent import attempt_record, process_group
 from pai.nodeagent.attempt_record import AttemptRecord, exit_code_of, exit_reason_of
-from pai.nodeagent.logfmt import BoundLogger, bind
+from pai.nodeagent.attempts import Attempt, AttemptBook, fields
+from pai.nodeagent.logfmt import BoundLogger
 from pai.nodeagent.paths import check_attempt_id
 from pai.nodeagent.runtime import ExitListener
 from pai.protocol import ContainerReport, PlatformExit, StartTask
@@ -52,12 +52,9 @@ def task_env(cmd: StartTask, workdir: Path, code_dir: Path | None) -> dict[str, 
 
 
 @dataclass(eq=False)
-class _Attempt:
-    record: AttemptRecord
+class _Attempt(Attempt):
     proc: subprocess.Popen[bytes] | None = None  # None for a group re-adopted from an earlier agent
     returncode: int | None = None
-    stopping: bool = False  # a stop is under way: leftovers of the group get its grace period
-    finished: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 # The task's shell runs under a parent shell that writes its exit status to a file, so that an agent
@@ -77,11 +74,10 @@ class ProcessRuntime:
 
     def __init__(self, state_dir: Path, on_exit: ExitListener | None = None, log: BoundLogger | None = None) -> None:
         """Use :meth:`open`, which also re-adopts the attempts of an earlier agent."""
-        state_dir.mkdir(parents=True, exist_ok=True)
+        self._book: AttemptBook[_Attempt] = AttemptBook(state_dir, on_exit, log)
         self._state_dir = state_dir
-        self._on_exit = on_exit
-        self._log = log or bind(logging.getLogger(__name__))
-        self._attempts: dict[str, _Attempt] = {}
+        self._log = self._book.log
+        self._attempts = self._book.attempts
         self._watchers: set[asyncio.Task[None]] = set()
 
     @classmethod
@@ -121,7 +117,7 @@ class ProcessRuntime:
             self._finish(attempt, record.exited(int(PlatformExit.CONTAINER_START_FAILED), reason, time.time()))
             return
         st = process_group.read_stat(proc.pid)
-        attempt = _Attempt(record.started(proc.pid, st.start_ticks if st else None, time.time()), proc)
+        attempt = _Attempt(record.started(proc.pid, st.start_ticks if st else None, time.time()), proc=proc)
         self._attempts[cmd.attempt_id] = attempt
         self._save(attempt.record)
         self._log.info("attempt started", extra=self._fields(attempt.record) | {"pid": proc.pid})
@@ -130,16 +126,11 @@ class ProcessRuntime:
     async def stop(
         self, attempt_id: str, grace_seconds: float, exit_code: int | None = None, reason: str | None = None
     ) -> None:
-        attempt = self._attempts.get(attempt_id)
-        if attempt is None or attempt.finished.is_set():
+        attempt = self._book.to_stop(attempt_id, grace_seconds, exit_code, reason)
+        if attempt is None:
             return
-        if not attempt.record.stop_requested:  # the first stop's code and reason are the ones reported
-            attempt.record = attempt.record.stopping(exit_code, reason)
-            self._save(attempt.record)
-        attempt.stopping = True
         pgid = attempt.record.pgid
         assert pgid is not None
-        self._log.info("stopping attempt", extra=self._fields(attempt.record) | {"grace": grace_seconds})
         process_group.signal_group(pgid, signal.SIGTERM)
         try:
             await asyncio.wait_for(attempt.finished.wait(), grace_seconds)
@@ -149,13 +140,10 @@ class ProcessRuntime:
             await attempt.finished.wait()
 
     def reports(self) -> list[ContainerReport]:
-        return [a.record.to_report() for a in self._attempts.values()]
+        return self._book.reports()
 
     def forget(self, attempt_id: str) -> None:
-        attempt = self._attempts.get(attempt_id)
-        if attempt is not None and not attempt.record.running:
-            del self._attempts[attempt_id]
-            self._state_path(attempt_id).unlink(missing_ok=True)
+        self._book.forget(attempt_id)
 
     async def close(self) -> None:
         for task in list(self._watchers):
@@ -214,15 +202,7 @@ class ProcessRuntime:
         return attempt.record.exited(exit_code_of(rc), exit_reason_of(rc), time.time())
 
     def _finish(self, attempt: _Attempt, record: AttemptRecord) -> None:
-        attempt.record = record
-        self._save(record)
-        attempt.finished.set()
-        self._log.info("attempt exited", extra=self._fields(record) | {"exit_code": record.exit_code})
-        if self._on_exit is not None:
-            try:
-                self._on_exit(record.to_report())
-            except Exception:
-                self._log.exception("exit listener failed", extra=self._fields(record))
+        self._book.finish(attempt, record)
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -230,11 +210,8 @@ class ProcessRuntime:
         task.add_done_callback(self._watchers.discard)
 
     def _save(self, record: AttemptRecord) -> None:
-        attempt_record.save(record, self._state_path(record.attempt_id))
-
-    def _state_path(self, attempt_id: str) -> Path:
-        return self._state_dir / f"{attempt_id}.json"
+        self._book.save(record)
 
     @staticmethod
     def _fields(record: AttemptRecord) -> dict[str, object]:
-        return {"attempt": record.attempt_id, "job": record.job_key, "role": record.role, "index": record.index}
+        return fields(record)
