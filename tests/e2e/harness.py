@@ -30,6 +30,21 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def processes_with(marker: str) -> list[int]:
+    """Pids of the processes (other than this one) whose command line holds ``marker``."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in cmdline and int(entry.name) != os.getpid():
+            pids.append(int(entry.name))
+    return pids
+
+
 def wait_for(what: str, probe: Callable[[], Any], timeout: float = 30.0, interval: float = 0.1) -> Any:
     deadline = time.monotonic() + timeout
     last: Any = None

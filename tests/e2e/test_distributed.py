@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.harness import TERMINAL, Cluster, wait_for
+from tests.e2e.harness import TERMINAL, Cluster, processes_with, wait_for
 from tests.webhdfs import webhdfs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,27 +74,13 @@ def test_worker_exit_code_fails_the_job_and_shows_on_the_task(two_agents: Cluste
     assert by_index[0]["taskState"] == "STOPPED"
 
 
-def _processes_with(marker: str) -> list[int]:
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if marker.encode() in cmdline and int(entry.name) != os.getpid():
-            pids.append(int(entry.name))
-    return pids
-
-
 def test_stop_reaches_stopped_within_ten_seconds_and_leaves_no_process(two_agents: Cluster) -> None:
     c = two_agents
     marker = f"pai-e2e-{uuid.uuid4().hex}"
     key = c.submit(v1_job(f"sleep-{uuid.uuid4().hex[:6]}", [
         v1_role("worker", 2, f"sleep 600 & sleep 600; echo {marker}")]))
     wait_for("tasks running", lambda: all(t["taskState"] == "RUNNING" for _, t in c.tasks(c.job(key))), 30)
-    assert len(_processes_with(marker)) >= 2
+    assert len(processes_with(marker)) >= 2
     started = time.monotonic()
     status, body = c.raw("PUT", f"/api/v2/jobs/{key}/executionType", json.dumps({"value": "STOP"}).encode(),
                          "application/json")
@@ -103,7 +88,7 @@ def test_stop_reaches_stopped_within_ten_seconds_and_leaves_no_process(two_agent
     detail = c.wait_state(key, {"STOPPED"}, timeout=10)
     assert time.monotonic() - started < 10
     assert {t["taskState"] for _, t in c.tasks(detail)} == {"STOPPED"}
-    wait_for("no task process left", lambda: _processes_with(marker) == [], 5)
+    wait_for("no task process left", lambda: processes_with(marker) == [], 5)
 
 
 def test_job_larger_than_any_node_waits_with_a_reason_and_does_not_block_others(two_agents: Cluster) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from pai.nodeagent import process_group
-from tests.e2e.harness import TERMINAL, Cluster, cluster, wait_for
+from tests.e2e.harness import TERMINAL, Cluster, cluster, processes_with, wait_for
 from tests.e2e.proxy import Partition
 
 SEED = int(os.environ.get("PAI_FAULT_SEED", "8"))
@@ -45,18 +45,8 @@ def _ledger(path: Path) -> list[list[str]]:
 
 def _copies(marker: str) -> int:
     """How many attempts whose command holds ``marker`` run now (each attempt is a process group)."""
-    groups = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        st = process_group.read_stat(int(entry.name))
-        if marker.encode() in cmdline and st is not None and st.alive and int(entry.name) != os.getpid():
-            groups.add(st.pgid)
-    return len(groups)
+    stats = (process_group.read_stat(pid) for pid in processes_with(marker))
+    return len({st.pgid for st in stats if st is not None and st.alive})
 
 
 @dataclass
