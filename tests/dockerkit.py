@@ -105,3 +105,13 @@ def docker_engine() -> Iterator[str]:
             proc.wait()
         log.close()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def containers_labelled(url: str, label: str) -> list[str]:
+    """Ids of the engine's containers with ``label`` (``key=value``), running or not. The low-level list:
+    a runtime may remove one while we look."""
+    client = docker.DockerClient(base_url=url)
+    try:
+        return [c["Id"] for c in client.api.containers(all=True, filters={"label": label})]
+    finally:
+        client.close()

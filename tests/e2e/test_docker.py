@@ -7,10 +7,9 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import docker
 import pytest
 
-from tests.dockerkit import IMAGE
+from tests.dockerkit import IMAGE, containers_labelled
 from tests.e2e.harness import TERMINAL, Cluster, cluster, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,11 +24,7 @@ def in_containers(tmp_path_factory: pytest.TempPathFactory, docker_host: str) ->
 
 
 def _containers(docker_host: str, job: str) -> list[str]:
-    client = docker.DockerClient(base_url=docker_host)
-    try:
-        return [c["Id"] for c in client.api.containers(all=True, filters={"label": f"pai.job={job}"})]
-    finally:
-        client.close()
+    return containers_labelled(docker_host, f"pai.job={job}")
 
 
 def test_the_hello_job_spans_both_agents_in_containers(in_containers: Cluster, docker_host: str) -> None:

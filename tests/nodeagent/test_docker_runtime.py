@@ -13,7 +13,7 @@ import pytest
 from pai.domain.resources import Resources
 from pai.nodeagent.docker_runtime import DockerRuntime
 from pai.protocol import ContainerReport, ContainerStatus, PlatformExit, StartTask
-from tests.dockerkit import IMAGE
+from tests.dockerkit import IMAGE, containers_labelled
 from tests.nodeagent.builders import eventually, report_of, start_task, stop_task
 
 
@@ -44,12 +44,7 @@ def out(tmp_path: Path, attempt_id: str, stream: str = "stdout") -> str:
 
 
 def containers(docker_host: str, attempt_id: str) -> list[str]:
-    """Ids of the attempt's containers (the low-level list: the runtime may remove one while we look)."""
-    client = docker.DockerClient(base_url=docker_host)
-    try:
-        return [c["Id"] for c in client.api.containers(all=True, filters={"label": f"pai.attempt={attempt_id}"})]
-    finally:
-        client.close()
+    return containers_labelled(docker_host, f"pai.attempt={attempt_id}")
 
 
 def status(docker_host: str, name: str) -> str:
