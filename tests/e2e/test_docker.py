@@ -82,3 +82,22 @@ def test_a_killed_agent_restarted_goes_on_with_the_same_container(in_containers:
     assert detail["jobStatus"]["state"] == "SUCCEEDED"
     assert c.log(key, "w", 0) == "started\ndone\n"  # one run: the same container went on
     assert len(before) == 1
+
+
+def test_a_killed_master_restarted_finds_its_containers_and_starts_no_duplicate(in_containers: Cluster,
+                                                                               docker_host: str) -> None:
+    c = in_containers
+    key = c.submit(json.dumps({"jobName": f"mkill-{uuid.uuid4().hex[:6]}", "image": IMAGE, "taskRoles": [
+        {"name": "w", "taskNumber": 2, "cpuNumber": 1, "memoryMB": 128, "gpuNumber": 0,
+         "command": "echo started; sleep 5; echo done"}]}))
+    wait_for("tasks running", lambda: all(t["taskState"] == "RUNNING" for _, t in c.tasks(c.job(key))), 30)
+    running = _containers(docker_host, key)
+    c.kill("master")
+    c.restart("master")
+    c.wait_master()
+    assert len(_containers(docker_host, key)) <= 2
+    detail = c.wait_state(key, TERMINAL, 40)
+    assert detail["jobStatus"]["state"] == "SUCCEEDED"
+    assert [c.log(key, "w", i) for i in (0, 1)] == ["started\ndone\n"] * 2  # each ran once, in its container
+    assert len(running) == 2
+    wait_for("no container left", lambda: _containers(docker_host, key) == [], 10)
