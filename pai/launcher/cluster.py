@@ -38,7 +38,7 @@ class Cluster:
         return VcStatus.RUNNING if any(v.name == name for v in self.config.vcs) or name == DEFAULT_VC else None
 
 
-SETTINGS = ("scheduler", "priorityClasses", "limits")  # the configuration's sections kept in cluster_settings
+SETTINGS = ("scheduler", "priorityClasses", "limits", "hdfs")  # the configuration's sections in cluster_settings
 
 
 def document(stored: list[vcs.StoredVc], settings: dict[str, dict[str, Any] | None]) -> dict[str, Any]:
@@ -61,6 +61,17 @@ def apply_file(s: Session, doc: dict[str, Any], now: float) -> None:
     for key in SETTINGS:
         if key in doc:
             vcs.put_setting(s, key, doc[key])
+
+
+def webhdfs_for(s: Session, code_dir: str) -> str:
+    """The WebHDFS address the configuration gives the namenode of an ``hdfs://`` codeDir; "" when it gives
+    none (the agent then reads http://<namenode>:9870) or the codeDir is not on HDFS."""
+    scheme, sep, rest = code_dir.partition("://")
+    if not sep or scheme.lower() != "hdfs":
+        return ""
+    namenode = rest.split("/", 1)[0]
+    mapping = (vcs.get_setting(s, "hdfs") or {}).get("webhdfs") or {}
+    return str(mapping.get(namenode) or mapping.get(namenode.rsplit(":", 1)[0]) or "")
 
 
 def cluster_total(nodes: Iterable[Node]) -> Resources:

@@ -236,7 +236,7 @@ class Launcher:
         for job_id in changed:
             store_jobs.save_job(s, by_id[job_id])
         reported = {r.attempt_id for r in reports}
-        starts = [self._start_command(j, t) for j, t in pending_starts(node, list(by_id.values()), reported)]
+        starts = [self._start_command(s, j, t) for j, t in pending_starts(node, list(by_id.values()), reported)]
         commands: list[StartTask | StopTask] = [*plan.stops, *starts]
         return self._reply(tuple(commands))
 
@@ -244,7 +244,7 @@ class Launcher:
         c = self.config
         return MasterReply(commands, c.heartbeat_seconds, c.node_timeout_seconds, c.fence_grace_seconds)
 
-    def _start_command(self, job: Job, task: Task) -> StartTask:
+    def _start_command(self, s: Session, job: Job, task: Task) -> StartTask:
         role = job.spec.role(task.role)
         assert task.attempt_id is not None
         return StartTask(
@@ -260,6 +260,7 @@ class Launcher:
             gpus=task.gpus,
             ports=dict(task.ports),
             code_dir=job.spec.code_dir,
+            webhdfs=cluster.webhdfs_for(s, job.spec.code_dir),
         )
 
     # ---- the loop's work ------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import pytest
 from pai.domain.jobspec import JobSpec, TaskRoleSpec
 from pai.domain.node import NodeState
 from pai.domain.resources import Resources
+from pai.launcher import cluster
 from pai.launcher.service import Launcher, LauncherConfig
 from pai.protocol import ContainerReport, ContainerStatus
 from pai.protocol.messages import HeartbeatRequest, NodeInfo, RegisterRequest, StartTask
@@ -148,3 +149,22 @@ def test_a_node_back_inside_the_window_keeps_its_tasks(db: Database) -> None:
     clock.now = 1045.0
     assert launcher.check_nodes() == []
     assert _task(db)[:2] == ("RUNNING", attempt)
+
+
+@pytest.mark.parametrize(("code_dir", "webhdfs"), [
+    pytest.param("hdfs://nn.example:9000/code", "http://web.example:50070", id="namenode-listed"),
+    pytest.param("hdfs://other:9000/code", "", id="namenode-not-listed: the agent's default rule"),
+    pytest.param("/shared/code", "", id="not-on-hdfs"),
+])
+def test_the_start_command_carries_the_configured_webhdfs_address(db: Database, code_dir: str, webhdfs: str) -> None:
+    with db.session() as s:
+        cluster.apply_file(s, {"hdfs": {"webhdfs": {"nn.example:9000": "http://web.example:50070"}}}, 1.0)
+    clock = Clock(1000.0)
+    launcher = Launcher(db, LauncherConfig(), clock=clock)
+    register(launcher, "n1")
+    spec = JobSpec(name="j", task_roles=(TaskRoleSpec("w", 1, "true", Resources(0, 1, 256)),), image="busybox",
+                   code_dir=code_dir)
+    launcher.submit("alice", spec, "{}")
+    launcher.schedule_pass()
+    (start,) = launcher.heartbeat(HeartbeatRequest("n1")).commands
+    assert isinstance(start, StartTask) and (start.code_dir, start.webhdfs) == (code_dir, webhdfs)
