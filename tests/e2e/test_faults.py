@@ -18,7 +18,7 @@ import pytest
 
 from pai.nodeagent import process_group
 from tests.e2e.harness import TERMINAL, Cluster, cluster, processes_with, wait_for
-from tests.e2e.proxy import Partition
+from tests.partition import Partition
 
 SEED = int(os.environ.get("PAI_FAULT_SEED", "8"))
 FAST_FENCING = ("--node-timeout", "3", "--fence-grace", "1")  # LOST after 3 s, requeued after 3 + 3.6 s
