@@ -10,11 +10,13 @@ bash scripts/setup.sh
 "$PY" -m pip install --quiet --disable-pip-version-check -e '.[dev,torch]'
 "$PY" -m pip check
 
-# Debian packages the tests use: a Docker Engine (tests/dockerkit.py starts its own dockerd on a private socket)
-# and busybox-static (its test image). Root, or sudo, installs them.
+# Debian packages the tests use: a Docker Engine (tests/dockerkit.py starts its own dockerd on a private socket),
+# busybox-static (its test image) and a registry with password auth (tests/registrykit.py). Root, or sudo,
+# installs them.
 need=()
 command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
 command -v busybox >/dev/null 2>&1 || need+=(busybox-static)
+command -v docker-registry >/dev/null 2>&1 || need+=(docker-registry)
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo -n"

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.dockerkit import docker_engine, require_engine
+from tests.registrykit import Registry, registry, require_registry
 
 
 @pytest.fixture(scope="session")
@@ -15,3 +16,11 @@ def docker_host() -> Iterator[str]:
     require_engine()
     with docker_engine() as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def docker_registry() -> Iterator[Registry]:
+    """A real registry with htpasswd auth (tests/registrykit.py)."""
+    require_registry()
+    with registry() as r:
+        yield r

@@ -55,6 +55,11 @@ class NoVirtualClusterError(PaiError):
     status = 404
 
 
+class NoStorageError(PaiError):
+    code = "NoStorageError"
+    status = 404
+
+
 class NoNodeError(PaiError):
     code = "NoNodeError"
     status = 404

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pai.domain.resources import Resources
+from pai.domain.storage import StorageMount
 
 # OpenPAI's priority classes (extras.hivedScheduler.jobPriorityClass); admins may add more.
 PRIORITY_CLASSES: dict[str, int] = {"prod": 100, "test": 10, "oppo": -1}
@@ -21,6 +22,15 @@ class PortSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class RegistryAuth:
+    """Credentials for pulling a role's image (a v2 ``dockerimage`` prerequisite's ``auth``, secrets resolved)."""
+
+    username: str
+    password: str = field(repr=False)
+    registry: str = ""  # registryuri: "" for the registry the image name implies
+
+
+@dataclass(frozen=True, slots=True)
 class TaskRoleSpec:
     name: str
     instances: int
@@ -33,6 +43,7 @@ class TaskRoleSpec:
     min_succeeded: int | None = None  # None: every instance must succeed
     task_retry_count: int = 0
     gpu_type: str | None = None
+    image_auth: RegistryAuth | None = None
 
     @property
     def total(self) -> Resources:
@@ -61,6 +72,7 @@ class JobSpec:
     priority_class: str = DEFAULT_PRIORITY_CLASS
     priority: int = PRIORITY_CLASSES[DEFAULT_PRIORITY_CLASS]
     gang: bool = True
+    storages: tuple[StorageMount, ...] = ()
 
     def role(self, name: str) -> TaskRoleSpec:
         for r in self.task_roles:

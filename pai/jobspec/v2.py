@@ -6,10 +6,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from pai.domain.errors import InvalidProtocolError
-from pai.domain.jobspec import PRIORITY_CLASSES, JobSpec, PortSpec, TaskRoleSpec
+from pai.domain.jobspec import PRIORITY_CLASSES, JobSpec, PortSpec, RegistryAuth, TaskRoleSpec
 from pai.domain.resources import Resources
 from pai.jobspec.checks import require_shm_within_memory, require_unique, whole, whole_or_none
 from pai.jobspec.extras import Extras
+from pai.jobspec.storages import requested_mounts
 from pai.jobspec.template import MAX_RENDERED, render
 
 DEFAULT_SHM_MB = 64
@@ -25,12 +26,12 @@ def normalize(config: dict[str, Any], classes: Mapping[str, int] = PRIORITY_CLAS
     roles: dict[str, dict[str, Any]] = config["taskRoles"]
     prerequisites = _prerequisites(config["prerequisites"])
     secrets: dict[str, Any] = config.get("secrets") or {}
-    _check_auth(config["prerequisites"], secrets)
+    auths = _image_auths(config["prerequisites"], secrets)
     wrappers = _deployment(config, roles)
     extras = Extras.read(config.get("extras"), list(roles), classes)
     scope = {"parameters": config.get("parameters") or {}, "secrets": secrets}
     task_roles = tuple(
-        _role(name, role, prerequisites, scope, wrappers.get(name, {}), extras.sku_types.get(name))
+        _role(name, role, prerequisites, scope, wrappers.get(name, {}), extras.sku_types.get(name), auths)
         for name, role in roles.items()
     )
     defaults: dict[str, Any] = config.get("defaults") or {}
@@ -43,6 +44,7 @@ def normalize(config: dict[str, Any], classes: Mapping[str, int] = PRIORITY_CLAS
         priority_class=extras.priority_class,
         priority=extras.priority,
         gang=extras.gang,
+        storages=requested_mounts(config.get("extras")),
     )
 
 
@@ -56,11 +58,16 @@ def _prerequisites(items: list[dict[str, Any]]) -> Prerequisites:
     return out
 
 
-def _check_auth(items: list[dict[str, Any]], secrets: dict[str, Any]) -> None:
-    """Registry credentials may reference secrets; an unknown one is an error now, not at pull time."""
-    for i, item in enumerate(items):
-        for key, value in (item.get("auth") or {}).items():
-            render(value, {"secrets": secrets}, f"prerequisites[{i}].auth.{key}")
+def _image_auths(items: list[dict[str, Any]], secrets: dict[str, Any]) -> dict[str, RegistryAuth]:
+    """Image prerequisite name -> its registry ``auth``, secrets rendered (an unknown secret is an error now,
+    whether or not a role uses the image, not at pull time)."""
+    return {item["name"]: _auth(i, item["auth"], secrets) for i, item in enumerate(items)
+            if item["type"] == "dockerimage" and item.get("auth")}
+
+
+def _auth(i: int, auth: dict[str, Any], secrets: dict[str, Any]) -> RegistryAuth:
+    value = {key: render(str(v), {"secrets": secrets}, f"prerequisites[{i}].auth.{key}") for key, v in auth.items()}
+    return RegistryAuth(value.get("username", ""), value.get("password", ""), value.get("registryuri", ""))
 
 
 def _deployment(config: dict[str, Any], roles: dict[str, Any]) -> dict[str, dict[str, tuple[str, list[str]]]]:
@@ -91,6 +98,7 @@ def _role(
     scope: dict[str, Any],
     hooks: dict[str, tuple[str, list[str]]],
     gpu_type: str | None,
+    auths: dict[str, RegistryAuth],
 ) -> TaskRoleSpec:
     path = f"taskRoles.{name}"
     refs: dict[str, dict[str, Any]] = {}
@@ -119,6 +127,7 @@ def _role(
         min_succeeded=_threshold(completion, "minSucceededInstances", f"{path}.completion", None),
         task_retry_count=whole(role.get("taskRetryCount", 0)),
         gpu_type=gpu_type,
+        image_auth=auths.get(refs["dockerimage"]["name"]),
     )
 
 

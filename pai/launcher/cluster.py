@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from pai.domain.errors import InvalidParametersError
 from pai.domain.node import Node, NodeState
 from pai.domain.resources import ZERO, Resources
+from pai.launcher import storages
 from pai.store import vcs
 from pai.store.vcs import VcStatus
 from pai.vc import VcQuota
@@ -38,10 +39,11 @@ class Cluster:
         return VcStatus.RUNNING if any(v.name == name for v in self.config.vcs) or name == DEFAULT_VC else None
 
 
-SETTINGS = ("scheduler", "priorityClasses", "limits", "hdfs")  # the configuration's sections in cluster_settings
+# The configuration's sections kept in cluster_settings.
+SETTINGS = ("scheduler", "priorityClasses", "limits", "hdfs", "storages")
 
 
-def document(stored: list[vcs.StoredVc], settings: dict[str, dict[str, Any] | None]) -> dict[str, Any]:
+def document(stored: list[vcs.StoredVc], settings: dict[str, Any]) -> dict[str, Any]:
     doc: dict[str, Any] = {"virtualClusters": [v.spec for v in stored] or [{"name": DEFAULT_VC}]}
     doc.update({key: value for key, value in settings.items() if value})
     return doc
@@ -56,6 +58,7 @@ def load(s: Session) -> Cluster:
 def apply_file(s: Session, doc: dict[str, Any], now: float) -> None:
     """Write a validated configuration document: its VCs are created or replaced; its settings replace ours."""
     parse_config(doc)  # names and classes checked before anything is written
+    storages.parse(doc.get("storages"))
     for spec in doc.get("virtualClusters", []):
         vcs.put_vc(s, spec, now)
     for key in SETTINGS:

@@ -64,6 +64,8 @@ _TABLE: dict[int, tuple[str, ExitType, Retry, str]] = {
     P.CODE_DIR_INVALID: ("CodeDirInvalid", ExitType.USER, Retry.PERMANENT, "codeDir cannot be used"),
     P.CODE_DIR_UNAVAILABLE: ("CodeDirUnavailable", ExitType.PLATFORM, Retry.TRANSIENT,
                              "codeDir's file system cannot be reached"),
+    P.STORAGE_UNAVAILABLE: ("StorageUnavailable", ExitType.PLATFORM, Retry.UNKNOWN,
+                            "a storage's directory is not on the node"),
     P.OOM_KILLED: ("OutOfMemory", ExitType.RESOURCE, Retry.UNKNOWN, "the container went over its memory limit"),
     P.NODE_LOST: ("NodeLost", ExitType.PLATFORM, Retry.TRANSIENT, "the node stopped reporting"),
     P.CONTAINER_LOST: ("ContainerLost", ExitType.PLATFORM, Retry.TRANSIENT, "the agent lost the container"),

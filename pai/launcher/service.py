@@ -20,7 +20,8 @@ from pai.domain.jobspec import JobSpec
 from pai.domain.node import Node, NodeState
 from pai.domain.resources import Resources
 from pai.domain.states import JobState
-from pai.launcher import cluster, logs
+from pai.domain.storage import Storage
+from pai.launcher import cluster, logs, storages
 from pai.launcher.access import require_owner_or_admin
 from pai.launcher.binding import BindingError, bind_task, ledgers
 from pai.launcher.env import task_env
@@ -55,10 +56,12 @@ from pai.protocol.messages import (
     HeartbeatRequest,
     MasterReply,
     RegisterRequest,
+    RegistryCredentials,
     StartTask,
     StopTask,
+    VolumeMount,
 )
-from pai.store import history
+from pai.store import history, users
 from pai.store import jobs as store_jobs
 from pai.store import nodes as store_nodes
 from pai.store.db import Database
@@ -142,6 +145,9 @@ class Launcher:
                     f"virtualCluster: VC {spec.virtual_cluster!r} is {status.value} and accepts no new jobs",
                     field="virtualCluster",
                 )
+            if spec.storages:  # resolved against the storages and the user's groups as they are now
+                owner = users.get_user(s, user) or User(name=user, admin=False)
+                job = replace(job, spec=storages.resolve(s, spec, owner))
             store_jobs.insert_job(s, job, config_text)
             history.add_event(s, job.id, now, "submitted", f"submitted by {user} to VC {spec.virtual_cluster}", {})
         log.info("job submitted job=%s vc=%s tasks=%d", job.key, job.vc, len(job.tasks))
@@ -158,6 +164,15 @@ class Launcher:
             store_jobs.save_job(s, job)
         log.info("job stop requested job=%s by=%s state=%s", key, by.name, job.state.value)
         return StopResult(job, already_ended=False)
+
+    def storages(self, user: User) -> list[Storage]:
+        """The storages ``user`` may mount."""
+        with self.db.session() as s:
+            return storages.usable_by(s, user)
+
+    def storage(self, name: str, user: User) -> Storage:
+        with self.db.session() as s:
+            return storages.get(s, name, user)
 
     def locate_log(self, key: str, role: str, index: int, attempt_id: str | None = None) -> LogLocation:
         """Where the output of an attempt of task ``role[index]`` is (the latest, or ``attempt_id``)."""
@@ -261,6 +276,9 @@ class Launcher:
             ports=dict(task.ports),
             code_dir=job.spec.code_dir,
             webhdfs=cluster.webhdfs_for(s, job.spec.code_dir),
+            mounts=tuple(VolumeMount(m.host_path, m.mount_path, m.read_only, m.name) for m in job.spec.storages),
+            registry_auth=None if role.image_auth is None else RegistryCredentials(
+                role.image_auth.username, role.image_auth.password, role.image_auth.registry),
         )
 
     # ---- the loop's work ------------------------------------------------------------------------

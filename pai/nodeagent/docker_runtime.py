@@ -1,11 +1,13 @@
 """The docker runtime: every attempt is a container of its role's image, on the host network.
 
-Per attempt: the image (pulled when absent; a pull that fails is ``IMAGE_NOT_FOUND``, a user error), CPU,
+Per attempt: the image (pulled when absent, with the job's registry credentials when it has some; a pull
+that fails is ``IMAGE_NOT_FOUND``, a user error), CPU,
 memory (no swap) and ``/dev/shm`` limits from the spec, GPUs by device request with exactly the assigned
 indices where the node has NVIDIA devices (``NVIDIA_VISIBLE_DEVICES`` always matches them, ``none`` for a
 CPU task), docker's init as PID 1 so that signals reach the command, and labels carrying the job, role,
 index, attempt and this agent (``pai.agent``: its state directory). Mounts: the attempt's ``code`` read-only
-at ``/pai/code`` (the working directory when present), a writable ``/pai/work``, and the attempt's
+at ``/pai/code`` (the working directory when present), a writable ``/pai/work``, the job's storages (their
+node directories at the job's mount paths; one that is not on the node fails the attempt), and the attempt's
 ``stdout.log``/``stderr.log``, which the command writes straight to, so logs are on the node while it runs
 and after the container is gone.
 
@@ -36,7 +38,7 @@ from pai.nodeagent.attempts import Attempt, AttemptBook, fields
 from pai.nodeagent.logfmt import BoundLogger
 from pai.nodeagent.paths import check_attempt_id
 from pai.nodeagent.runtime import ExitListener
-from pai.protocol import ContainerReport, PlatformExit, StartTask
+from pai.protocol import ContainerReport, PlatformExit, RegistryCredentials, StartTask
 
 CODE, WORK, LOGS = "/pai/code", "/pai/work", "/pai/log"
 # Inside the container: send the command's output to the attempt's log files on the node, then run it.
@@ -101,10 +103,15 @@ class DockerRuntime:
             return
         attempt = self._attempts[cmd.attempt_id] = _Attempt(AttemptRecord.for_command(cmd, workdir))
         try:
-            await asyncio.to_thread(self._ensure_image, cmd.image)
+            await asyncio.to_thread(self._ensure_image, cmd.image, cmd.registry_auth)
         except docker.errors.DockerException as e:
             reason = f"image {cmd.image!r} is not on the node and cannot be pulled: {_short(e)}"
             self._finish(attempt, attempt.record.exited(int(PlatformExit.IMAGE_NOT_FOUND), reason, time.time()))
+            return
+        missing = [m for m in cmd.mounts if not Path(m.host_path).is_dir()]
+        if missing:
+            reason = "; ".join(f"storage {m.name!r}: {m.host_path} is not a directory on this node" for m in missing)
+            self._finish(attempt, attempt.record.exited(int(PlatformExit.STORAGE_UNAVAILABLE), reason, time.time()))
             return
         try:
             container = await asyncio.to_thread(self._create_and_start, cmd, workdir)
@@ -144,12 +151,14 @@ class DockerRuntime:
 
     # -- starting --------------------------------------------------------------------------------------
 
-    def _ensure_image(self, image: str) -> None:
+    def _ensure_image(self, image: str, auth: RegistryCredentials | None) -> None:
         try:
             self._client.images.get(image)
         except docker.errors.ImageNotFound:
-            self._log.info("pulling image", extra={"image": image})
-            self._client.images.pull(image)
+            self._log.info("pulling image", extra={"image": image, "authenticated": auth is not None})
+            credentials = None if auth is None else {
+                "username": auth.username, "password": auth.password, "serveraddress": auth.registry or None}
+            self._client.images.pull(image, auth_config=credentials)
 
     def _create_and_start(self, cmd: StartTask, workdir: Path) -> str:
         code = workdir / "code"
@@ -162,6 +171,7 @@ class DockerRuntime:
                   Mount(f"{LOGS}/stderr.log", str(workdir / "stderr.log"), type="bind")]
         if code.is_dir():
             mounts.append(Mount(CODE, str(code), type="bind", read_only=True))
+        mounts.extend(Mount(m.mount_path, m.host_path, type="bind", read_only=m.read_only) for m in cmd.mounts)
         gpus = ",".join(str(g) for g in cmd.gpus)
         env = {**cmd.env, "PAI_WORK_DIR": WORK, "PAI_CODE_DIR": CODE if code.is_dir() else "",
                "NVIDIA_VISIBLE_DEVICES": gpus or "none"}

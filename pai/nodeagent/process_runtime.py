@@ -94,9 +94,7 @@ class ProcessRuntime:
         check_attempt_id(cmd.attempt_id)
         if cmd.attempt_id in self._attempts:
             return
-        note = f"the process runtime ran the command on the host: image {cmd.image} was not used" if cmd.image \
-            else None
-        record = AttemptRecord.for_command(cmd, workdir, note)
+        record = AttemptRecord.for_command(cmd, workdir, _unused(cmd))
         code = workdir / "code"
         code_dir = code if code.is_dir() else None
         try:
@@ -215,3 +213,10 @@ class ProcessRuntime:
     @staticmethod
     def _fields(record: AttemptRecord) -> dict[str, object]:
         return fields(record)
+
+
+def _unused(cmd: StartTask) -> str | None:
+    """What of the start command this runtime does not honour, for the task's exit diagnostics."""
+    unused = [f"image {cmd.image} was not used"] if cmd.image else []
+    unused += [f"storage {m.name} was not mounted at {m.mount_path} (on the host: {m.host_path})" for m in cmd.mounts]
+    return f"the process runtime ran the command on the host: {'; '.join(unused)}" if unused else None

@@ -17,8 +17,10 @@ from pai.protocol.messages import (
     NodeInfo,
     ProtocolError,
     RegisterRequest,
+    RegistryCredentials,
     StartTask,
     StopTask,
+    VolumeMount,
 )
 
 __all__ = [
@@ -32,6 +34,8 @@ __all__ = [
     "PlatformExit",
     "ProtocolError",
     "RegisterRequest",
+    "RegistryCredentials",
     "StartTask",
     "StopTask",
+    "VolumeMount",
 ]

@@ -18,6 +18,7 @@ class PlatformExit(IntEnum):
     CODE_DIR_INVALID = -122  # a path escapes the directory (.., absolute names, links out)
     CODE_DIR_UNAVAILABLE = -123  # its file system (HDFS's namenode) cannot be reached: a platform error
     OOM_KILLED = -130
+    STORAGE_UNAVAILABLE = -140  # a storage's directory is not on the node
     NODE_LOST = -200  # the agent stopped reporting; the attempt is presumed gone
     CONTAINER_LOST = -201  # the agent no longer knows the container (e.g. agent restarted)
     PREEMPTED = -300

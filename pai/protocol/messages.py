@@ -178,6 +178,40 @@ class HeartbeatRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class VolumeMount:
+    """A directory of the node (a storage) mounted in the task."""
+
+    host_path: str
+    mount_path: str
+    read_only: bool = False
+    name: str = ""  # the storage's, for messages
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"hostPath": self.host_path, "mountPath": self.mount_path, "readOnly": self.read_only,
+                "name": self.name}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> VolumeMount:
+        return cls(str(d["hostPath"]), str(d["mountPath"]), bool(d.get("readOnly", False)), str(d.get("name", "")))
+
+
+@dataclass(frozen=True, slots=True)
+class RegistryCredentials:
+    """What the runtime pulls the image with (a v2 ``dockerimage`` prerequisite's ``auth``)."""
+
+    username: str
+    password: str = field(repr=False)
+    registry: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"username": self.username, "password": self.password, "registry": self.registry}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RegistryCredentials:
+        return cls(str(d.get("username", "")), str(d.get("password", "")), str(d.get("registry", "")))
+
+
+@dataclass(frozen=True, slots=True)
 class StartTask:
     attempt_id: str
     job_key: str
@@ -192,6 +226,8 @@ class StartTask:
     ports: dict[str, tuple[int, ...]] = field(default_factory=dict)
     code_dir: str = ""
     webhdfs: str = ""  # the WebHDFS address of an hdfs:// codeDir's namenode; "" for the default rule
+    mounts: tuple[VolumeMount, ...] = ()
+    registry_auth: RegistryCredentials | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -209,6 +245,8 @@ class StartTask:
             "ports": {k: list(v) for k, v in self.ports.items()},
             "codeDir": self.code_dir,
             "webhdfs": self.webhdfs,
+            "mounts": [m.to_dict() for m in self.mounts],
+            "registryAuth": None if self.registry_auth is None else self.registry_auth.to_dict(),
         }
 
     @classmethod
@@ -228,6 +266,8 @@ class StartTask:
                 ports={str(k): tuple(int(p) for p in v) for k, v in (d.get("ports") or {}).items()},
                 code_dir=str(d.get("codeDir", "")),
                 webhdfs=str(d.get("webhdfs", "")),
+                mounts=tuple(VolumeMount.from_dict(m) for m in d.get("mounts") or ()),
+                registry_auth=RegistryCredentials.from_dict(d["registryAuth"]) if d.get("registryAuth") else None,
             )
         except (KeyError, ValueError, TypeError, AttributeError) as e:
             raise ProtocolError(f"bad start command: {e}") from e

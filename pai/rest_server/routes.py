@@ -5,7 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from pai.rest_server import handlers as h
-from pai.rest_server import jobs, submit, vcs
+from pai.rest_server import jobs, storages, submit, vcs
 
 JOB = "/api/v2/jobs/{key:[^/]+~[^/]+}"
 
@@ -25,6 +25,8 @@ routes: list[web.RouteDef] = [
     web.get(JOB + "/tasks/{role}/{index}/logs/{stream:stdout|stderr}", jobs.task_log),
     web.put(JOB + "/priority", vcs.put_priority),
     web.get("/api/v2/nodes", h.list_nodes),
+    web.get("/api/v2/storages", storages.list_storages),
+    web.get("/api/v2/storages/{name}", storages.get_storage),
     web.put("/api/v2/nodes/{node}/state", h.set_node_state),
     web.get("/api/v1/virtual-clusters", vcs.list_vcs),
     web.get("/api/v2/virtual-clusters", vcs.list_vcs),

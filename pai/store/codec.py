@@ -10,15 +10,18 @@ from dataclasses import fields
 from typing import Any
 
 from pai.domain.job import Task
-from pai.domain.jobspec import JobSpec, PortSpec, TaskRoleSpec
+from pai.domain.jobspec import JobSpec, PortSpec, RegistryAuth, TaskRoleSpec
 from pai.domain.node import Node, NodeState
 from pai.domain.resources import Resources
 from pai.domain.states import TaskState
+from pai.domain.storage import StorageMount
 from pai.store.schema import NodeRow, TaskRow
 
 _SPEC_FIELDS = frozenset(f.name for f in fields(JobSpec))
 _ROLE_FIELDS = frozenset(f.name for f in fields(TaskRoleSpec))
 _PORT_FIELDS = frozenset(f.name for f in fields(PortSpec))
+_AUTH_FIELDS = frozenset(f.name for f in fields(RegistryAuth))
+_MOUNT_FIELDS = frozenset(f.name for f in fields(StorageMount))
 
 
 def _scalars(value: object, names: frozenset[str]) -> dict[str, Any]:
@@ -33,6 +36,7 @@ def role_to_dict(role: TaskRoleSpec) -> dict[str, Any]:
     d = _scalars(role, _ROLE_FIELDS)
     d["resources"] = role.resources.to_dict()
     d["ports"] = [_scalars(p, _PORT_FIELDS) for p in role.ports]
+    d["image_auth"] = None if role.image_auth is None else _scalars(role.image_auth, _AUTH_FIELDS)
     return d
 
 
@@ -40,6 +44,8 @@ def role_from_dict(d: dict[str, Any]) -> TaskRoleSpec:
     kwargs = _known(d, _ROLE_FIELDS)
     kwargs["resources"] = Resources.from_dict(d["resources"])
     kwargs["ports"] = tuple(PortSpec(**_known(p, _PORT_FIELDS)) for p in d.get("ports", ()))
+    auth = d.get("image_auth")
+    kwargs["image_auth"] = None if auth is None else RegistryAuth(**_known(auth, _AUTH_FIELDS))
     return TaskRoleSpec(**kwargs)
 
 
@@ -47,6 +53,7 @@ def spec_to_dict(spec: JobSpec) -> dict[str, Any]:
     d = _scalars(spec, _SPEC_FIELDS)
     d["task_roles"] = [role_to_dict(r) for r in spec.task_roles]
     d["job_envs"] = dict(spec.job_envs)
+    d["storages"] = [_scalars(m, _MOUNT_FIELDS) for m in spec.storages]
     return d
 
 
@@ -54,6 +61,7 @@ def spec_from_dict(d: dict[str, Any]) -> JobSpec:
     kwargs = _known(d, _SPEC_FIELDS)
     kwargs["task_roles"] = tuple(role_from_dict(r) for r in d["task_roles"])
     kwargs["job_envs"] = dict(d.get("job_envs", {}))
+    kwargs["storages"] = tuple(StorageMount(**_known(m, _MOUNT_FIELDS)) for m in d.get("storages", ()))
     return JobSpec(**kwargs)
 
 

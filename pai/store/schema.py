@@ -160,12 +160,13 @@ class VirtualClusterRow(Base):
 
 
 class ClusterSettingRow(Base):
-    """Cluster-wide settings of the configuration: ``scheduler`` and ``priorityClasses``."""
+    """Cluster-wide sections of the configuration (``scheduler``, ``priorityClasses``, ``storages``, ...), as
+    written: a JSON object or list."""
 
     __tablename__ = "cluster_settings"
 
     key: Mapped[str] = mapped_column(primary_key=True)
-    value: Mapped[dict[str, Any]]
+    value: Mapped[dict[str, Any] | list[Any]] = mapped_column(JSON())
 
 
 metadata = Base.metadata

@@ -7,6 +7,7 @@ queue still runs).
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -90,15 +91,16 @@ def delete_vc(s: Session, name: str) -> None:
     s.flush()
 
 
-def get_setting(s: Session, key: str) -> dict[str, Any] | None:
+def get_setting(s: Session, key: str) -> Any:
+    """A section of the cluster configuration as written (a JSON object or list); None when never set."""
     row = s.get(ClusterSettingRow, key)
-    return None if row is None else dict(row.value)
+    return None if row is None else copy.deepcopy(row.value)
 
 
-def put_setting(s: Session, key: str, value: dict[str, Any]) -> None:
+def put_setting(s: Session, key: str, value: dict[str, Any] | list[Any]) -> None:
     row = s.get(ClusterSettingRow, key)
     if row is None:
-        s.add(ClusterSettingRow(key=key, value=dict(value)))
+        s.add(ClusterSettingRow(key=key, value=copy.deepcopy(value)))
     else:
-        row.value = dict(value)
+        row.value = copy.deepcopy(value)
     s.flush()

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from pai.domain import InvalidProtocolError, JobSpec, PortSpec, Resources, TaskRoleSpec
+from pai.domain.jobspec import RegistryAuth
 from pai.jobspec import parse_job
 
 from .builders import parse_v2, v2_job, v2_role
@@ -34,6 +35,7 @@ def test_full_job_maps_every_field() -> None:
         ports=(PortSpec("grpc", count=2),),
         min_failed=None,
         min_succeeded=None,
+        image_auth=RegistryAuth("alice", "hunter2", "registry.example.com"),
     )
     worker = spec.role("worker")
     assert (worker.instances, worker.resources) == (4, Resources(gpu=2, cpu=4, memory_mb=8192))
@@ -189,3 +191,53 @@ def test_integral_floats_become_ints() -> None:
         (PortSpec("p", 2),),
     )
     assert all(type(n) is int for n in (role.instances, role.resources.gpu, role.ports[0].count))
+
+
+def test_registry_auth_renders_secrets_for_the_roles_using_the_image() -> None:
+    image = {"name": "private", "type": "dockerimage", "uri": "reg.example:5000/team/img:1",
+             "auth": {"username": "bot", "password": "<% $secrets.regpass %>", "registryuri": "reg.example:5000"}}
+    job = v2_job({"a": v2_role(dockerImage="private"), "b": v2_role()},
+                 prerequisites=[{"name": "image", "type": "dockerimage", "uri": "busybox"}, image],
+                 secrets={"regpass": "s3cret"})
+    spec = parse_v2(job).spec
+    auth = spec.role("a").image_auth
+    assert auth is not None and (auth.username, auth.password, auth.registry) == ("bot", "s3cret", "reg.example:5000")
+    assert "s3cret" not in repr(auth)
+    assert spec.role("b").image_auth is None
+
+
+def test_registry_auth_naming_an_unknown_secret_is_refused_even_when_unused() -> None:
+    image = {"name": "other", "type": "dockerimage", "uri": "img", "auth": {"password": "<% $secrets.nope %>"}}
+    job = v2_job(prerequisites=[{"name": "image", "type": "dockerimage", "uri": "busybox"}, image])
+    with pytest.raises(InvalidProtocolError) as e:
+        parse_v2(job)
+    assert e.value.field is not None and e.value.field.startswith("prerequisites[1].auth.password")
+
+
+def test_storages_and_teamwise_storage_become_requested_mounts() -> None:
+    extras = {
+        "storages": [{"name": "data", "mountPath": "/data"}, {"name": "models"}],
+        "com.microsoft.pai.runtimeplugin": [
+            {"plugin": "ssh", "parameters": {"jobssh": True}},
+            {"plugin": "teamwise_storage", "parameters": {"storageConfigNames": ["nfs1"]}},
+            {"plugin": "teamwise_storage"},
+        ],
+    }
+    spec = parse_v2(v2_job(extras=extras)).spec
+    assert [(m.name, m.mount_path, m.field) for m in spec.storages] == [
+        ("data", "/data", "extras.storages[0]"),
+        ("models", "/mnt/models", "extras.storages[1]"),
+        ("nfs1", "/mnt/nfs1", "extras.com.microsoft.pai.runtimeplugin[1].parameters.storageConfigNames[0]"),
+        ("", "", "extras.com.microsoft.pai.runtimeplugin[2].parameters.storageConfigNames"),
+    ]
+
+
+@pytest.mark.parametrize(("storages", "field"), [
+    ([{"mountPath": "/x"}], "extras.storages[0].name"),
+    ([{"name": "../etc"}], "extras.storages[0].name"),
+    ([{"name": "a", "readOnly": False}], "extras.storages[0].readOnly"),
+])
+def test_malformed_storage_requests_are_refused_by_the_schema(storages: list[Any], field: str) -> None:
+    with pytest.raises(InvalidProtocolError) as e:
+        parse_v2(v2_job(extras={"storages": storages}))
+    assert e.value.field == field

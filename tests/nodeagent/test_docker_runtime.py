@@ -12,9 +12,10 @@ import pytest
 
 from pai.domain.resources import Resources
 from pai.nodeagent.docker_runtime import DockerRuntime
-from pai.protocol import ContainerReport, ContainerStatus, PlatformExit, StartTask
+from pai.protocol import ContainerReport, ContainerStatus, PlatformExit, RegistryCredentials, StartTask, VolumeMount
 from tests.dockerkit import IMAGE, containers_labelled
 from tests.nodeagent.builders import eventually, report_of, start_task, stop_task
+from tests.registrykit import PASSWORD, USER, Registry
 
 
 def task(attempt_id: str, command: str, **changes: object) -> StartTask:
@@ -135,3 +136,59 @@ async def test_a_restarted_runtime_readopts_running_containers_and_reports_exits
         assert (await ended(second, "r2")).exit_code == PlatformExit.STOPPED
     finally:
         await second.close()
+
+
+async def test_storages_are_mounted_at_their_paths_read_only_where_configured(
+        runtime: DockerRuntime, tmp_path: Path) -> None:
+    shared, datasets = tmp_path / "nfs-shared", tmp_path / "nfs-datasets"
+    shared.mkdir()
+    datasets.mkdir()
+    (datasets / "train.csv").write_text("1,2,3\n")
+    mounts = (VolumeMount(str(shared), "/mnt/shared", False, "shared"),
+              VolumeMount(str(datasets), "/data", True, "datasets"))
+    await runtime.start(task("d10", "cat /data/train.csv; touch /data/x 2>/dev/null || echo data read-only; "
+                                    "echo from-task > /mnt/shared/out && echo shared writable", mounts=mounts),
+                        tmp_path / "d10")
+    assert (await ended(runtime, "d10")).exit_code == 0
+    assert out(tmp_path, "d10") == "1,2,3\ndata read-only\nshared writable\n"
+    assert (shared / "out").read_text() == "from-task\n" and not (datasets / "x").exists()
+
+
+async def test_a_storage_missing_on_the_node_fails_the_attempt_saying_which(
+        runtime: DockerRuntime, tmp_path: Path, docker_host: str) -> None:
+    mounts = (VolumeMount(str(tmp_path / "not-mounted"), "/mnt/team", False, "team"),)
+    await runtime.start(task("d11", "true", mounts=mounts), tmp_path / "d11")
+    report = await ended(runtime, "d11")
+    assert report.exit_code == PlatformExit.STORAGE_UNAVAILABLE
+    assert "storage 'team'" in (report.reason or "") and "not-mounted" in (report.reason or "")
+    assert containers(docker_host, "d11") == []
+
+
+@pytest.fixture(scope="module")
+def private_image(docker_host: str, docker_registry: Registry) -> str:
+    """The test image pushed to the password-protected registry, then removed from the engine."""
+    name = f"{docker_registry.address}/pai-test/private"
+    client = docker.DockerClient(base_url=docker_host)
+    try:
+        client.images.get(IMAGE).tag(name, "1")
+        for line in client.images.push(name, "1", stream=True, decode=True,
+                                       auth_config={"username": USER, "password": PASSWORD}):
+            assert "error" not in line, line
+        client.images.remove(f"{name}:1")
+    finally:
+        client.close()
+    return f"{name}:1"
+
+
+async def test_a_private_image_is_pulled_with_the_jobs_registry_credentials(
+        runtime: DockerRuntime, tmp_path: Path, private_image: str, docker_registry: Registry) -> None:
+    await runtime.start(task("d12", "true", image=private_image), tmp_path / "d12")
+    refused = await ended(runtime, "d12")  # no credentials: the registry says no, a user error
+    assert refused.exit_code == PlatformExit.IMAGE_NOT_FOUND and private_image in (refused.reason or "")
+    wrong = RegistryCredentials(USER, "wrong", docker_registry.address)
+    await runtime.start(task("d13", "true", image=private_image, registry_auth=wrong), tmp_path / "d13")
+    assert (await ended(runtime, "d13")).exit_code == PlatformExit.IMAGE_NOT_FOUND
+    auth = RegistryCredentials(USER, PASSWORD, docker_registry.address)
+    await runtime.start(task("d14", "echo pulled", image=private_image, registry_auth=auth), tmp_path / "d14")
+    assert (await ended(runtime, "d14")).exit_code == 0
+    assert out(tmp_path, "d14") == "pulled\n"

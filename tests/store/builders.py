@@ -7,10 +7,11 @@ from dataclasses import replace
 from typing import Any
 
 from pai.domain.job import Job, initial_tasks
-from pai.domain.jobspec import JobSpec, PortSpec, TaskRoleSpec
+from pai.domain.jobspec import JobSpec, PortSpec, RegistryAuth, TaskRoleSpec
 from pai.domain.node import Node
 from pai.domain.resources import Resources
 from pai.domain.states import JobState
+from pai.domain.storage import StorageMount
 
 
 def role(name: str = "worker", instances: int = 1, **changes: Any) -> TaskRoleSpec:
@@ -48,6 +49,7 @@ def full_spec() -> JobSpec:
         task_retry_count=3,
         gpu_type="V100",
         resources=Resources(0, 2, 4096),
+        image_auth=RegistryAuth("bot", "pw", "reg.example:5000"),
     )
     return JobSpec(
         name="full-job_1.0",
@@ -64,6 +66,8 @@ def full_spec() -> JobSpec:
         priority_class="prod",
         priority=100,
         gang=False,
+        storages=(StorageMount("data", "/data", "extras.storages[0]", "/nfs/data", True),
+                  StorageMount("home", "/mnt/home", "extras.storages[1]", "/nfs/home")),
     )
 
 
