@@ -18,7 +18,12 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def in_containers(tmp_path_factory: pytest.TempPathFactory, docker_host: str) -> Iterator[Cluster]:
     tmp = tmp_path_factory.mktemp("docker")
+    (tmp / "nfs").mkdir()
+    (tmp / "nfs" / "README").write_text("shared across nodes\n")
+    config = tmp / "cluster.yaml"  # a storage that every user may mount: a directory standing for an NFS mount
+    config.write_text(json.dumps({"storages": [{"name": "shared", "path": str(tmp / "nfs")}]}))
     with cluster(tmp, None, [("node-a", "127.0.0.2", 2), ("node-b", "127.0.0.3", 2)],
+                 master_args=("--vc-config", str(config)),
                  agent_args=("--runtime", "docker", "--docker-host", docker_host)) as c:
         yield c
 
@@ -101,3 +106,21 @@ def test_a_killed_master_restarted_finds_its_containers_and_starts_no_duplicate(
     assert [c.log(key, "w", i) for i in (0, 1)] == ["started\ndone\n"] * 2  # each ran once, in its container
     assert len(running) == 2
     wait_for("no container left", lambda: _containers(docker_host, key) == [], 10)
+
+
+def test_an_allowed_storage_is_visible_inside_the_task_at_its_mount_path(in_containers: Cluster) -> None:
+    c = in_containers
+    name = f"storage-{uuid.uuid4().hex[:6]}"
+    job = {"protocolVersion": 2, "name": name, "type": "job",
+           "prerequisites": [{"name": "img", "type": "dockerimage", "uri": IMAGE}],
+           "taskRoles": {"w": {"dockerImage": "img", "resourcePerInstance": {"cpu": 1, "memoryMB": 128, "gpu": 0},
+                               "commands": ["cat /data/README", "echo $PAI_JOB_NAME > /data/$PAI_TASK_INDEX.out"]}},
+           "extras": {"storages": [{"name": "shared", "mountPath": "/data"}]}}
+    key = c.submit(json.dumps(job))
+    detail = c.wait_state(key, TERMINAL, 60)
+    assert detail["jobStatus"]["state"] == "SUCCEEDED", detail
+    assert c.log(key, "w", 0) == "shared across nodes\n"
+    assert (c.tmp / "nfs" / "0.out").read_text() == f"{key}\n"
+    status, body = c.raw("POST", "/api/v2/jobs", json.dumps({**job, "name": name + "-x", "extras": {
+        "storages": [{"name": "elsewhere"}]}}).encode(), "application/json")
+    assert status == 400 and body["message"].startswith("extras.storages[0].name: ")
