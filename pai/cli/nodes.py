@@ -10,7 +10,7 @@ import click
 from pai.cli.command import client_command, connect, master_option
 from pai.cli.output import OutputFormat, format_ago, format_memory, output_option, render_table, used_total
 
-NODE_HEADERS = ("NAME", "ADDRESS", "STATE", "GPU", "CPU", "MEM", "LAST HEARTBEAT", "HEALTH")
+NODE_HEADERS = ("NAME", "ADDRESS", "STATE", "GPU", "GPU MODEL", "CPU", "MEM", "LAST HEARTBEAT", "HEALTH")
 
 
 def render_nodes(nodes: Any, now_ms: float) -> str:
@@ -23,12 +23,19 @@ def render_nodes(nodes: Any, now_ms: float) -> str:
             node.get("address"),
             node.get("state"),
             used_total(used.get("gpu"), total.get("gpu")),
+            _gpu_model(node),
             used_total(used.get("cpu"), total.get("cpu")),
             used_total(used.get("memoryMB"), total.get("memoryMB"), format_memory),
             format_ago(node.get("lastHeartbeat"), now_ms),
             _health(node),
         ))
     return render_table(NODE_HEADERS, rows)
+
+
+def _gpu_model(node: dict[str, Any]) -> str:
+    model = str(node.get("gpuType") or "-")
+    memory = node.get("gpuMemoryMB") or 0
+    return f"{model} ({format_memory(memory)})" if memory else model
 
 
 def _health(node: dict[str, Any]) -> str:
@@ -45,7 +52,8 @@ def _health(node: dict[str, Any]) -> str:
 def nodes(output: OutputFormat, master: str | None) -> None:
     """List nodes with usage and last heartbeat.
 
-    GPU, CPU and memory are used/total; LAST HEARTBEAT is how long ago the node last reported.
+    GPU, CPU and memory are used/total; GPU MODEL is the model and memory of each GPU (NVML); LAST HEARTBEAT
+    is how long ago the node last reported.
     """
     answer = connect(master).api.nodes()
     output.emit(answer, lambda raw: render_nodes(raw, time.time() * 1000))

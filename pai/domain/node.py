@@ -34,6 +34,7 @@ class Node:
     # What an admin set (CORDONED or DRAINING), kept while the node is LOST and restored when it is back.
     admin_state: NodeState | None = None
     problems: tuple[str, ...] = ()  # health problems the agent reports; a node with any gets nothing new
+    gpu_memory_mb: int = 0  # per GPU, as the agent's NVML reports it; 0 when unknown
 
     def schedulable(self) -> bool:
         """Whether new tasks may be placed here: the one rule (state and health)."""

@@ -207,6 +207,7 @@ class Launcher:
                 address=info.address,
                 total=info.resources,
                 gpu_type=info.gpu_type,
+                gpu_memory_mb=info.gpu_memory_mb,
                 labels=dict(info.labels),
                 state=NodeState.READY if old is None else old.back_from_lost() if old.state is NodeState.LOST
                 else old.state,

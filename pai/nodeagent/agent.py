@@ -248,6 +248,7 @@ class Agent:
         node = NodeInfo(
             name=cfg.name, address=cfg.address, resources=res.total, gpu_type=res.gpu_type,
             labels=dict(cfg.labels), log_port=self.log_port, runtime=self.runtime_name,
+            gpu_memory_mb=res.gpu_memory_mb,
         )  # fmt: skip
         return RegisterRequest(node, self._reports(), res.gpu_health(), self.problems)
 

@@ -1,4 +1,4 @@
-"""What this node has: CPUs, memory, GPUs (NVML when present) and the health of every GPU.
+"""What this node has: CPUs, memory, GPUs (NVML when present: count, model, memory) and the health of every GPU.
 
 Command-line flags override detection. ``pynvml`` (``nvidia-ml-py``) is a declared dependency and always
 importable; it loads the driver's library only in ``nvmlInit()``, which fails on a machine without an NVIDIA
@@ -88,6 +88,16 @@ class Nvml:
             return None
         return name.decode() if isinstance(name, bytes) else str(name)
 
+    def gpu_memory_mb(self) -> int:
+        """The memory of GPU 0 in MB (a node's GPUs are one model); 0 when unknown."""
+        if self._nvml is None:
+            return 0
+        try:
+            info = self._nvml.nvmlDeviceGetMemoryInfo(self._nvml.nvmlDeviceGetHandleByIndex(0))
+        except Exception:
+            return 0
+        return int(info.total) // (1024 * 1024)
+
     def health(self, index: int) -> GpuHealth:
         if self._nvml is None:
             return GpuHealth(index)
@@ -107,6 +117,7 @@ class NodeResources:
     total: Resources
     gpu_type: str | None
     nvml: Nvml
+    gpu_memory_mb: int = 0  # per GPU, from NVML
 
     def gpu_health(self) -> tuple[GpuHealth, ...]:
         return tuple(self.nvml.health(i) for i in range(self.total.gpu))
@@ -129,4 +140,5 @@ def detect(
         cpu=cpus if cpus is not None else cpu_count(),
         memory_mb=memory if memory is not None else memory_mb(),
     )
-    return NodeResources(total, gpu_type or (nvml.gpu_type() if gpu_count else None), nvml)
+    return NodeResources(total, gpu_type or (nvml.gpu_type() if gpu_count else None), nvml,
+                         nvml.gpu_memory_mb() if gpu_count else 0)

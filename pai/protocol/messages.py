@@ -92,6 +92,7 @@ class NodeInfo:
     labels: dict[str, str] = field(default_factory=dict)
     log_port: int = 0  # the agent's log server listens on address:log_port
     runtime: str = "process"
+    gpu_memory_mb: int = 0  # per GPU (NVML); 0 when unknown
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -102,6 +103,7 @@ class NodeInfo:
             "labels": dict(self.labels),
             "logPort": self.log_port,
             "runtime": self.runtime,
+            "gpuMemoryMB": self.gpu_memory_mb,
         }
 
     @classmethod
@@ -115,6 +117,7 @@ class NodeInfo:
                 labels={str(k): str(v) for k, v in (d.get("labels") or {}).items()},
                 log_port=int(d.get("logPort", 0)),
                 runtime=str(d.get("runtime", "process")),
+                gpu_memory_mb=int(d.get("gpuMemoryMB", 0)),
             )
         except (KeyError, ValueError, TypeError) as e:
             raise ProtocolError(f"bad node info: {e}") from e

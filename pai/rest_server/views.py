@@ -105,6 +105,7 @@ def node_view(node: Node, used: Resources) -> dict[str, Any]:
         "state": node.state.value,
         "lastHeartbeat": ms(node.last_heartbeat),
         "gpuType": node.gpu_type,
+        "gpuMemoryMB": node.gpu_memory_mb,
         "labels": dict(node.labels),
         "failedGpus": list(node.failed_gpus),
         "healthy": not node.problems and not node.failed_gpus,

@@ -117,6 +117,7 @@ def update_node_row(row: NodeRow, node: Node) -> None:
     row.log_port = node.log_port
     row.admin_state = None if node.admin_state is None else node.admin_state.value
     row.problems = list(node.problems)
+    row.gpu_memory_mb = node.gpu_memory_mb
 
 
 def node_from_row(row: NodeRow) -> Node:
@@ -133,4 +134,5 @@ def node_from_row(row: NodeRow) -> Node:
         log_port=row.log_port,
         admin_state=None if row.admin_state is None else NodeState(row.admin_state),
         problems=tuple(str(p) for p in row.problems or ()),
+        gpu_memory_mb=row.gpu_memory_mb,
     )

@@ -145,6 +145,7 @@ class NodeRow(Base):
     port_high: Mapped[int]
     admin_state: Mapped[str | None] = mapped_column(String(16))
     problems: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    gpu_memory_mb: Mapped[int] = mapped_column(default=0)
 
 
 class VirtualClusterRow(Base):

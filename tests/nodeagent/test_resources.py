@@ -27,7 +27,7 @@ def test_detects_this_machine_without_nvml() -> None:
     res = detect(nvml=Nvml(None))
     assert res.total.cpu == len(os.sched_getaffinity(0))
     assert res.total.memory_mb > 0
-    assert (res.total.gpu, res.gpu_type) == (0, None)
+    assert (res.total.gpu, res.gpu_type, res.gpu_memory_mb) == (0, None, 0)
     assert res.gpu_health() == ()
 
 
@@ -50,12 +50,13 @@ def fake_pynvml(ecc: dict[int, int], lost: set[int]) -> Any:
         nvmlDeviceGetHandleByIndex=handle,
         nvmlDeviceGetName=lambda h: b"NVIDIA A100-SXM4-40GB",
         nvmlDeviceGetTotalEccErrors=lambda h, kind, counter: ecc.get(h, 0),
+        nvmlDeviceGetMemoryInfo=lambda h: SimpleNamespace(total=40 * 1024**3, free=39 * 1024**3, used=1024**3),
     )
 
 
 def test_nvml_counts_names_and_checks_every_gpu() -> None:
     res = detect(nvml=Nvml(fake_pynvml(ecc={1: 2}, lost={2})))
-    assert (res.total.gpu, res.gpu_type) == (3, "NVIDIA A100-SXM4-40GB")
+    assert (res.total.gpu, res.gpu_type, res.gpu_memory_mb) == (3, "NVIDIA A100-SXM4-40GB", 40960)
     assert res.gpu_health() == (GpuHealth(0), GpuHealth(1, False, 2), GpuHealth(2, False, 0))
 
 

@@ -110,3 +110,15 @@ async def test_an_unhealthy_node_gets_nothing_new_and_says_why(api: Api) -> None
     assert await state_of(api, "admin~h") == "RUNNING"
     _, nodes = await api.call("GET", "/api/v2/nodes")
     assert (nodes[0]["healthy"], nodes[0]["problems"]) == (True, [])
+
+
+async def test_gpu_model_memory_and_failed_gpus_reach_the_node_listing(api: Api) -> None:
+    reg = {"version": 1, "node": {"name": "g1", "address": "127.0.0.9", "gpuType": "NVIDIA H100 80GB HBM3",
+                                  "gpuMemoryMB": 81559, "resources": {"gpu": 2, "cpu": 16, "memoryMB": 65536}},
+           "gpus": [{"index": 0, "healthy": True}, {"index": 1, "healthy": False, "eccErrors": 3}]}
+    status, _ = await api.call("POST", "/api/internal/agents/register", json_body=reg, token=AGENT_TOKEN)
+    assert status == 200
+    _, nodes = await api.call("GET", "/api/v2/nodes")
+    g1 = nodes[0]
+    assert (g1["gpuType"], g1["gpuMemoryMB"], g1["failedGpus"], g1["healthy"]) == (
+        "NVIDIA H100 80GB HBM3", 81559, [1], False)

@@ -9,7 +9,7 @@ import pytest
 
 from pai.domain.job import Task
 from pai.domain.jobspec import JobSpec, PortSpec, TaskRoleSpec
-from pai.domain.node import NodeState
+from pai.domain.node import Node, NodeState
 from pai.domain.resources import Resources
 from pai.domain.states import TaskState
 from pai.store.codec import (
@@ -106,7 +106,12 @@ def test_node_round_trip_through_row() -> None:
         port_range=(30000, 31000),
         failed_gpus=(2,),
         log_port=9102,
+        admin_state=NodeState.CORDONED,
+        problems=("docker engine unreachable",),
+        gpu_memory_mb=40960,
     )
+    defaults = {f.name: f.default for f in fields(Node)}
+    assert [n for n, d in defaults.items() if getattr(value, n) == d] == []  # every field set, or this fails
     row = NodeRow(name=value.name)
     update_node_row(row, value)
     assert node_from_row(row) == value
