@@ -19,14 +19,16 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pai.nodeagent import logcap
 from pai.nodeagent.codefetch import DEFAULT_MAX_BYTES, CodeFetcher
 from pai.nodeagent.docker_runtime import DockerRuntime, engine_answers
 from pai.nodeagent.fence import Lease, spawn_watchdog
 from pai.nodeagent.health import DEFAULT_MIN_FREE_DISK_MB, HealthCheck
+from pai.nodeagent.logcap import DEFAULT_MAX_LOG_MB
 from pai.nodeagent.logfmt import bind
 from pai.nodeagent.logserver import LogServer
 from pai.nodeagent.master_client import MasterClient, MasterRefusedError, MasterUnavailableError
-from pai.nodeagent.paths import AgentPaths
+from pai.nodeagent.paths import AgentPaths, LogStream
 from pai.nodeagent.process_runtime import ProcessRuntime
 from pai.nodeagent.resources import NodeResources, Nvml, detect
 from pai.nodeagent.runtime import Runtime
@@ -76,6 +78,8 @@ class AgentConfig:
     watchdog: bool = True  # the lease watchdog process that stops the tasks if this agent dies
     min_free_disk_mb: int = DEFAULT_MIN_FREE_DISK_MB  # less free in the work directory: the node is unhealthy
     health_seconds: float = 5.0
+    max_log_bytes: int = DEFAULT_MAX_LOG_MB << 20  # per log file of an attempt (logcap.py)
+    log_cap_seconds: float = 1.0
 
 
 class Agent:
@@ -137,7 +141,7 @@ class Agent:
         health = HealthCheck(cfg.work_dir, cfg.min_free_disk_mb, engine)
         self.problems = await asyncio.to_thread(health.problems)
         tasks = [asyncio.create_task(self._loop()), asyncio.create_task(self._fence_watch()),
-                 asyncio.create_task(self._health_watch(health))]
+                 asyncio.create_task(self._health_watch(health)), asyncio.create_task(self._log_watch())]
         try:
             await self._stop.wait()
         finally:
@@ -205,6 +209,16 @@ class Agent:
                 self.log.warning("node health changed", extra={"problems": "; ".join(problems) or "none"})
                 self.problems = problems
                 self._wake.set()  # tell the master now
+
+    async def _log_watch(self) -> None:
+        """Keep the logs of running attempts within the cap on disk."""
+        while True:
+            await asyncio.sleep(self.config.log_cap_seconds)
+            files = [self.paths.log_file(r.attempt_id, stream) for r in self.supervisor.reports()
+                     if r.status is ContainerStatus.RUNNING for stream in LogStream]
+            for path in await asyncio.to_thread(logcap.cap, files, self.config.max_log_bytes):
+                self.log.info("log over the cap: older output moved aside", extra={
+                    "attempt": path.parent.name, "file": path.name, "max_mb": self.config.max_log_bytes >> 20})
 
     async def _fence_watch(self) -> None:
         """Stop every task once the master has not answered for the node timeout: it is about to declare the

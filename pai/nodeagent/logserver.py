@@ -2,31 +2,23 @@
 
 The master reads attempt logs from here and serves them to the users it authorised; they stay on the node
 after the attempt ends. Only the master may read: a request must carry the agent token (``Authorization:
-Bearer <token>``), which the master and its agents share. ``X-Log-Size`` carries the whole file's size, so
-that a reader can poll for growth.
+Bearer <token>``), which the master and its agents share. ``X-Log-Size`` carries the size of what the node
+keeps of the log, so that a reader can poll for growth; ``X-Log-Dropped`` what the node's size cap dropped
+(``pai.nodeagent.logcap``). A read without ``tail`` serves all that is kept.
 """
 
 from __future__ import annotations
 
 import hmac
-import os
-from pathlib import Path
 
 from aiohttp import web
 
+from pai.nodeagent import logcap
 from pai.nodeagent.paths import AgentPaths, LogStream, is_attempt_id
 
 TEXT = "text/plain; charset=utf-8"
 _PATHS = web.AppKey("paths", AgentPaths)
 _TOKEN = web.AppKey("token", str)
-
-
-def tail_bytes(path: Path, n: int) -> bytes:
-    """The last ``n`` bytes of a file."""
-    with open(path, "rb") as f:
-        size = f.seek(0, os.SEEK_END)
-        f.seek(max(0, size - n))
-        return f.read()
 
 
 def _error(status: int, code: str, message: str) -> web.Response:
@@ -52,17 +44,13 @@ async def _get_log(request: web.Request) -> web.StreamResponse:
     if not paths.attempt(attempt_id).is_dir():
         return _error(404, "NoTaskError", f"attempt {attempt_id} is not on this node")
     path = paths.log_file(attempt_id, stream)
-    size = path.stat().st_size if path.is_file() else 0
-    headers = {"X-Log-Size": str(size)}
+    size = logcap.size(path)
+    headers = {"X-Log-Size": str(size), "X-Log-Dropped": str(logcap.dropped(path)), "Content-Type": TEXT}
     tail = request.query.get("tail")
-    if tail is not None:
-        if not tail.isdigit():
-            return _error(400, "InvalidParametersError", "tail must be a number of bytes")
-        body = tail_bytes(path, int(tail)) if size else b""
-        return web.Response(body=body, headers=headers | {"Content-Type": TEXT})
-    if not size:
-        return web.Response(body=b"", headers=headers | {"Content-Type": TEXT})
-    return web.FileResponse(path, headers=headers | {"Content-Type": TEXT})
+    if tail is not None and not tail.isdigit():
+        return _error(400, "InvalidParametersError", "tail must be a number of bytes")
+    body = logcap.tail(path, size if tail is None else int(tail)) if size else b""
+    return web.Response(body=body, headers=headers)
 
 
 def make_app(paths: AgentPaths, token: str | None = None) -> web.Application:

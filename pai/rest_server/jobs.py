@@ -154,7 +154,8 @@ async def task_log(request: web.Request) -> web.Response:
     attempt = request.query.get("attempt") or None
     where = await request.app[STORE].call(request.app[LAUNCHER].locate_log, key, role, index, attempt)
     url = f"http://{where.address}:{where.port}/logs/{where.attempt_id}/{stream}"
-    # A full read is capped: the last MAX_LOG_BYTES of the file, and X-Log-Truncated says so.
+    # A full read is capped: the last MAX_LOG_BYTES of the file, and X-Log-Truncated says so (also when the node's
+    # on-disk cap dropped earlier output; X-Log-Dropped says how much).
     params = {"tail": str(min(tail, MAX_LOG_BYTES) if tail is not None else MAX_LOG_BYTES)}
     try:
         headers = {"Authorization": f"Bearer {request.app[AGENT_TOKEN]}"}  # the log server serves only the master
@@ -164,10 +165,12 @@ async def task_log(request: web.Request) -> web.Response:
                 raise NoTaskError(f"node {where.node} has no {stream} of attempt {where.attempt_id} of "
                                   f"{role}[{index}] of {key}")
             size = int(resp.headers.get("X-Log-Size", "0"))
+            dropped = int(resp.headers.get("X-Log-Dropped", "0"))
     except ClientError as e:
         raise NoTaskError(f"the agent of node {where.node} ({where.address}:{where.port}) did not answer for the "
                           f"log: {e}") from None
-    truncated = tail is None and size > MAX_LOG_BYTES
-    out = {"X-Log-Size": str(size), "X-Attempt-Id": where.attempt_id, "X-Log-Truncated": str(truncated).lower()}
+    truncated = tail is None and (size > MAX_LOG_BYTES or dropped > 0)
+    out = {"X-Log-Size": str(size), "X-Attempt-Id": where.attempt_id, "X-Log-Truncated": str(truncated).lower(),
+           "X-Log-Dropped": str(dropped)}
     return web.Response(text=text, content_type="text/plain", headers=out)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +25,7 @@ def in_containers(tmp_path_factory: pytest.TempPathFactory, docker_host: str) ->
     config.write_text(json.dumps({"storages": [{"name": "shared", "path": str(tmp / "nfs")}]}))
     with cluster(tmp, None, [("node-a", "127.0.0.2", 2), ("node-b", "127.0.0.3", 2)],
                  master_args=("--vc-config", str(config)),
-                 agent_args=("--runtime", "docker", "--docker-host", docker_host)) as c:
+                 agent_args=("--runtime", "docker", "--docker-host", docker_host, "--max-log-mb", "1")) as c:
         yield c
 
 
@@ -124,3 +125,19 @@ def test_an_allowed_storage_is_visible_inside_the_task_at_its_mount_path(in_cont
     status, body = c.raw("POST", "/api/v2/jobs", json.dumps({**job, "name": name + "-x", "extras": {
         "storages": [{"name": "elsewhere"}]}}).encode(), "application/json")
     assert status == 400 and body["message"].startswith("extras.storages[0].name: ")
+
+
+def test_a_chatty_task_keeps_its_log_within_the_nodes_cap_and_the_master_says_so(in_containers: Cluster) -> None:
+    c = in_containers
+    # 48 x 64 KB = 3 MB of output against the agents' 1 MB cap (--max-log-mb 1)
+    chatty = 'i=0; while [ $i -lt 48 ]; do printf "%065535d\\n" $i; i=$((i+1)); sleep 0.1; done; echo last line'
+    spec = {"jobName": f"chatty-{uuid.uuid4().hex[:6]}", "image": IMAGE, "taskRoles": [
+        {"name": "w", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 128, "gpuNumber": 0, "command": chatty}]}
+    key = c.submit(json.dumps(spec))
+    assert c.wait_state(key, TERMINAL, 60)["jobStatus"]["state"] == "SUCCEEDED"
+    request = urllib.request.Request(f"{c.url}/api/v2/jobs/{key}/tasks/w/0/logs/stdout",
+                                     headers={"Authorization": f"Bearer {c.api.http.token}"})
+    with urllib.request.urlopen(request, timeout=10) as resp:
+        body = resp.read().decode()
+        assert resp.headers["X-Log-Truncated"] == "true" and int(resp.headers["X-Log-Dropped"]) > 0
+    assert body.endswith("last line\n") and len(body) <= 2 * (1 << 20) + 2 * 65536

@@ -14,9 +14,10 @@ from typing import Any
 import aiohttp
 import pytest
 
-from pai.nodeagent import process_group
+from pai.nodeagent import logcap, process_group
 from pai.nodeagent.agent import Agent, AgentConfig
 from pai.nodeagent.logfmt import fields_of
+from pai.nodeagent.paths import LogStream
 from pai.nodeagent.process_runtime import ProcessRuntime
 from pai.nodeagent.resources import Nvml
 from pai.protocol import ContainerReport, ContainerStatus, GpuHealth, PlatformExit
@@ -252,3 +253,17 @@ async def test_the_agent_reports_its_health_problems(tmp_path: Path, master: Fak
         problems = master.registers[0].problems
         assert len(problems) == 1 and "MB free, below 1000000000 MB" in problems[0]
         assert master.heartbeats[-1].problems == problems
+
+
+async def test_a_chatty_task_keeps_its_logs_within_the_cap(tmp_path: Path, master: FakeMaster) -> None:
+    # 40 x 64 KB lines against a 256 KB cap: the older output is dropped, the newest is served.
+    chatty = "i=0; while [ $i -lt 40 ]; do printf \"%065535d\\n\" $i; i=$((i+1)); sleep 0.05; done; echo last line"
+    master.send(start_task("a1", chatty))
+    async with running(config(tmp_path, master.url, max_log_bytes=256 << 10, log_cap_seconds=0.05)) as agent:
+        await eventually(lambda: reported(master, "a1", ContainerStatus.EXITED), what="exit", timeout=30)
+        log = agent.paths.log_file("a1", LogStream.STDOUT)
+        assert logcap.dropped(log) > 0 and logcap.size(log) < 2 * (256 << 10) + 2 * 65536
+        url = f"http://127.0.0.1:{agent.log_port}/logs/a1/stdout?tail=10"
+        async with aiohttp.ClientSession() as http, http.get(url, headers={"Authorization": "Bearer s3cret"}) as resp:
+            assert await resp.text() == "last line\n"
+            assert int(resp.headers["X-Log-Dropped"]) == logcap.dropped(log)

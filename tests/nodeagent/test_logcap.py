@@ -1,0 +1,39 @@
+"""The on-disk log cap: rotation past the cap, the writer going on in append mode, reads across the parts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pai.nodeagent import logcap
+
+
+def test_a_file_within_the_cap_is_left_alone(tmp_path: Path) -> None:
+    log = tmp_path / "stdout.log"
+    log.write_bytes(b"x" * 100)
+    assert logcap.cap([log, tmp_path / "absent.log"], 100) == []
+    assert log.read_bytes() == b"x" * 100 and not logcap.previous(log).exists()
+
+
+def test_rotation_keeps_the_chunk_before_and_counts_what_is_dropped(tmp_path: Path) -> None:
+    log = tmp_path / "stdout.log"
+    with open(log, "ab", buffering=0) as writer:  # as a task writes: append mode, one descriptor throughout
+        writer.write(b"A" * 150)
+        assert logcap.cap([log], 100) == [log]
+        writer.write(b"B" * 120)  # goes on at the new end of the truncated file
+        assert (log.read_bytes(), logcap.previous(log).read_bytes(), logcap.dropped(log)) == (
+            b"B" * 120, b"A" * 150, 0)
+        assert logcap.cap([log], 100) == [log]
+        writer.write(b"C" * 10)
+    assert (log.read_bytes(), logcap.previous(log).read_bytes()) == (b"C" * 10, b"B" * 120)
+    assert logcap.dropped(log) == 150  # the A chunk
+    assert logcap.size(log) == 130
+
+
+def test_a_tail_spans_the_previous_chunk_and_the_current_file(tmp_path: Path) -> None:
+    log = tmp_path / "stdout.log"
+    logcap.previous(log).write_bytes(b"0123456789")
+    log.write_bytes(b"abc")
+    assert logcap.tail(log, 5) == b"89abc"
+    assert logcap.tail(log, 2) == b"bc"
+    assert logcap.tail(log, 100) == b"0123456789abc"
+    assert logcap.tail(tmp_path / "none.log", 10) == b""
