@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import ParamSpec, TypeVar
 
@@ -31,11 +31,18 @@ class StoreThread:
         self._pool.shutdown(wait=True)
 
 
+Notify = Callable[[set[str]], Awaitable[None]]
+
+
 class LauncherLoop:
-    def __init__(self, launcher: Launcher, store: StoreThread, tick_seconds: float = 0.5) -> None:
+    def __init__(self, launcher: Launcher, store: StoreThread, tick_seconds: float = 0.5,
+                 notify: Notify | None = None) -> None:
+        """``notify``: called after every pass with the nodes whose tasks changed (the agent channels poke
+        those agents, so that starts and stops reach them now, not at their next heartbeat)."""
         self.launcher = launcher
         self.store = store
         self.tick_seconds = tick_seconds
+        self.notify = notify
         self._wake = asyncio.Event()
         self.passes = 0
 
@@ -52,5 +59,8 @@ class LauncherLoop:
                 await self.store.call(self.launcher.check_nodes)
                 await self.store.call(self.launcher.schedule_pass)
                 self.passes += 1
+                touched = await self.store.call(self.launcher.take_touched)
+                if touched and self.notify is not None:
+                    await self.notify(touched)
             except Exception:  # the loop must survive a bad pass; the error is logged with its traceback
                 log.exception("scheduling pass failed")

@@ -123,6 +123,7 @@ class Launcher:
         # so that a master that was down longer than the timeout does not declare every node lost.
         self.started_at = clock()
         self._requeued: set[str] = set()  # LOST nodes whose attempts have been ended (until they come back)
+        self._touched: set[str] = set()  # nodes whose tasks changed since take_touched (their agents are poked)
 
     # ---- users' requests ----------------------------------------------------------------------
 
@@ -372,8 +373,17 @@ class Launcher:
                     store_jobs.save_job(s, replace(job, waiting_reason=body))
         return decision
 
+    def take_touched(self) -> set[str]:
+        """The nodes with a task that changed (bound, stopping, ended) since the last call: their agents have
+        something to start or stop, or a report to make, now rather than at their next heartbeat."""
+        touched, self._touched = self._touched, set()
+        return touched
+
     def _apply(self, s: Session, job: Job, event: Event) -> Job:
         new, cmds = on_event(job, event, self.ids)
+        for old_task, new_task in zip(job.tasks, new.tasks, strict=False):
+            if old_task != new_task:
+                self._touched.update(n for n in (old_task.node, new_task.node) if n)
         self._record(s, new, cmds, event.now)
         if new.state is not job.state:
             log.info("job state job=%s %s->%s", job.key, job.state.value, new.state.value)

@@ -141,7 +141,8 @@ class Agent:
         health = HealthCheck(cfg.work_dir, cfg.min_free_disk_mb, engine)
         self.problems = await asyncio.to_thread(health.problems)
         tasks = [asyncio.create_task(self._loop()), asyncio.create_task(self._fence_watch()),
-                 asyncio.create_task(self._health_watch(health)), asyncio.create_task(self._log_watch())]
+                 asyncio.create_task(self._health_watch(health)), asyncio.create_task(self._log_watch()),
+                 asyncio.create_task(self._channel_watch())]
         try:
             await self._stop.wait()
         finally:
@@ -193,6 +194,25 @@ class Agent:
             self.registered.clear()
             await asyncio.sleep(backoff * random.uniform(0.8, 1.2))
             # Never wait so long that a master back from an outage declares this node lost meanwhile.
+            backoff = min(backoff * 2, self.config.max_backoff_seconds, self.node_timeout_seconds / 5)
+
+    async def _channel_watch(self) -> None:
+        """Keep the agent channel open: every poke of the master is a heartbeat now (its reply carries the
+        commands). Without the channel the agent still works, at the pace of its heartbeats."""
+        backoff = self.config.backoff_seconds
+        while True:
+            try:
+                async for poke in self._master.channel(self.config.name):
+                    if not self.registered.is_set():
+                        continue  # the loop registers first; its register reply carries the commands
+                    self.log.debug("poked by the master", extra={"reason": poke.reason})
+                    backoff = self.config.backoff_seconds
+                    self._wake.set()
+            except (MasterUnavailableError, MasterRefusedError) as e:
+                self.log.debug("agent channel unavailable", extra={"error": str(e), "retry_in": round(backoff, 2)})
+            except Exception:  # the channel is an accelerator: never let it take the agent down
+                self.log.exception("agent channel failed", extra={"retry_in": round(backoff, 2)})
+            await asyncio.sleep(backoff * random.uniform(0.8, 1.2))
             backoff = min(backoff * 2, self.config.max_backoff_seconds, self.node_timeout_seconds / 5)
 
     async def _pause(self, seconds: float) -> None:

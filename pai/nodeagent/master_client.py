@@ -1,15 +1,19 @@
-"""HTTP to the master: register and heartbeat, JSON bodies, ``Authorization: Bearer <token>``."""
+"""HTTP to the master: register and heartbeat, JSON bodies, ``Authorization: Bearer <token>``; and the agent
+channel, a WebSocket over which the master pokes the agent (pai.protocol.Poke)."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import quote
 
 import aiohttp
 
-from pai.protocol import HeartbeatRequest, MasterReply, ProtocolError, RegisterRequest
+from pai.protocol import HeartbeatRequest, MasterReply, Poke, ProtocolError, RegisterRequest
 
 DEFAULT_TIMEOUT_SECONDS = 10.0
+CHANNEL_PING_SECONDS = 10.0  # WebSocket pings: a master that vanished is noticed within twice this
 
 
 class MasterUnavailableError(Exception):
@@ -37,6 +41,9 @@ class MasterClient:
         self.base_url = base_url.rstrip("/")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._session = aiohttp.ClientSession(headers=headers, timeout=aiohttp.ClientTimeout(total=timeout))
+        # The channel lives as long as the connection: no total timeout, only for connecting.
+        self._channel_session = aiohttp.ClientSession(
+            headers=headers, timeout=aiohttp.ClientTimeout(total=None, connect=timeout, sock_connect=timeout))
 
     async def register(self, request: RegisterRequest) -> MasterReply:
         return await self._post("/api/internal/agents/register", request.to_dict())
@@ -44,8 +51,27 @@ class MasterClient:
     async def heartbeat(self, request: HeartbeatRequest) -> MasterReply:
         return await self._post(f"/api/internal/agents/{quote(request.node, safe='')}/heartbeat", request.to_dict())
 
+    async def channel(self, node: str) -> AsyncIterator[Poke]:
+        """The master's pokes over the agent channel, until it closes (raises MasterUnavailableError or
+        MasterRefusedError when it cannot be opened or breaks)."""
+        url = f"{self.base_url}/api/internal/agents/{quote(node, safe='')}/channel"
+        try:
+            async with self._channel_session.ws_connect(url, heartbeat=CHANNEL_PING_SECONDS) as ws:
+                async for msg in ws:
+                    if msg.type is not aiohttp.WSMsgType.TEXT:
+                        break
+                    try:
+                        yield Poke.from_dict(json.loads(msg.data))
+                    except (ValueError, ProtocolError) as e:
+                        raise MasterRefusedError(url, 200, "BadMessage", str(e)) from e
+        except aiohttp.WSServerHandshakeError as e:
+            raise MasterRefusedError(url, e.status, f"HTTP{e.status}", e.message) from e
+        except (aiohttp.ClientError, TimeoutError) as e:
+            raise MasterUnavailableError(url, str(e) or type(e).__name__) from e
+
     async def close(self) -> None:
         await self._session.close()
+        await self._channel_session.close()
 
     async def _post(self, path: str, body: dict[str, Any]) -> MasterReply:
         url = self.base_url + path

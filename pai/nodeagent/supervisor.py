@@ -84,6 +84,8 @@ class Supervisor:
                 self._fail(cmd, early.exit_code, f"{early.reason} (before it started)")
                 return
             await self.runtime.start(cmd, workdir)
+            if self._on_change is not None:  # report it running now, not at the next heartbeat
+                self._on_change()
         except CodeFetchError as e:
             extra = {"exit_code": int(e.exit_code), "error": e.message}
             self._log.info("code fetch failed", extra=_fields(cmd) | extra)

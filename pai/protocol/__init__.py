@@ -1,9 +1,12 @@
 """Agent <-> master messages: the only definition, imported by both sides.
 
 Transport: the agent POSTs ``RegisterRequest`` to ``/api/internal/agents/register`` once per
-(re)connect and ``HeartbeatRequest`` to ``/api/internal/agents/{node}/heartbeat`` every interval;
-each answer is a ``MasterReply`` carrying the commands for that node. Every message carries
-``version``; the master refuses a version it does not speak.
+(re)connect and ``HeartbeatRequest`` to ``/api/internal/agents/{node}/heartbeat`` every interval, at once
+when one of its attempts starts or ends, and at once when the master pokes it; each answer is a
+``MasterReply`` carrying the commands for that node. The agent also keeps a WebSocket open at
+``/api/internal/agents/{node}/channel``, over which the master sends a ``Poke`` whenever a task of the
+node changed (bound, to be stopped). Every message carries ``version``; the master refuses a version it
+does not speak.
 """
 
 from pai.protocol.exitcodes import PlatformExit
@@ -15,6 +18,7 @@ from pai.protocol.messages import (
     HeartbeatRequest,
     MasterReply,
     NodeInfo,
+    Poke,
     ProtocolError,
     RegisterRequest,
     RegistryCredentials,
@@ -32,6 +36,7 @@ __all__ = [
     "MasterReply",
     "NodeInfo",
     "PlatformExit",
+    "Poke",
     "ProtocolError",
     "RegisterRequest",
     "RegistryCredentials",

@@ -340,3 +340,24 @@ class MasterReply:
                 raise ProtocolError(f"unknown command type {kind!r}")
         return cls(tuple(cmds), float(d.get("heartbeatSeconds", 1.0)), float(d.get("nodeTimeoutSeconds", 30.0)),
                    float(d.get("fenceGraceSeconds", 5.0)))
+
+
+@dataclass(frozen=True, slots=True)
+class Poke:
+    """Pushed over the agent channel (``/api/internal/agents/{node}/channel``): the master has something for
+    this node (a start, a stop). The agent answers with a heartbeat at once, whose reply carries the commands.
+    A poke carries no command itself, so a lost one loses nothing: the next heartbeat brings the same."""
+
+    reason: str = "changed"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"version": PROTOCOL_VERSION, "type": "poke", "reason": self.reason}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> Poke:
+        if not isinstance(d, dict):
+            raise ProtocolError("a channel message is a JSON object")
+        _check_version(d)
+        if d.get("type") != "poke":
+            raise ProtocolError(f"type: unknown channel message {d.get('type')!r}")
+        return cls(str(d.get("reason", "changed")))

@@ -13,9 +13,10 @@ from pai.jobspec.vcconfig import load_cluster_config
 from pai.launcher.loop import LauncherLoop, StoreThread
 from pai.launcher.service import Launcher
 from pai.launcher.vcadmin import VcAdmin
+from pai.rest_server.channel import AgentChannels
 from pai.rest_server.config import MasterConfig
 from pai.rest_server.errors import PARSER_LINE_LIMIT, add_request_id, error_middleware
-from pai.rest_server.keys import AGENT_TOKEN, CONFIG, DB, HTTP, LAUNCHER, LOOP, STORE, VCADMIN
+from pai.rest_server.keys import AGENT_TOKEN, CHANNELS, CONFIG, DB, HTTP, LAUNCHER, LOOP, STORE, VCADMIN
 from pai.rest_server.routes import routes
 from pai.store import users
 from pai.store.db import Database
@@ -52,7 +53,7 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
 
 
 async def _launcher_loop(app: web.Application) -> AsyncIterator[None]:
-    loop = LauncherLoop(app[LAUNCHER], app[STORE], app[CONFIG].tick_seconds)
+    loop = LauncherLoop(app[LAUNCHER], app[STORE], app[CONFIG].tick_seconds, notify=app[CHANNELS].poke)
     app[LOOP] = loop
     task = asyncio.create_task(loop.run(), name="launcher-loop")
     yield
@@ -74,6 +75,8 @@ def make_app(config: MasterConfig) -> web.Application:
     app = web.Application(middlewares=[error_middleware], client_max_size=config.max_body_bytes, handler_args=parser)
     app.on_response_prepare.append(add_request_id)
     app[CONFIG] = config
+    app[CHANNELS] = AgentChannels()
+    app.on_shutdown.append(lambda a: a[CHANNELS].close())  # open WebSockets would hold the shutdown
     app.cleanup_ctx.extend([_database, _launcher_loop, _http_client])
     app.add_routes(routes)
     return app

@@ -14,7 +14,7 @@ from pai.domain.node import NodeState
 from pai.jobspec.decode import load_json
 from pai.protocol.messages import HeartbeatRequest, ProtocolError, RegisterRequest
 from pai.rest_server.auth import check_agent, current_user
-from pai.rest_server.keys import CONFIG, LAUNCHER, LOOP, STORE
+from pai.rest_server.keys import CHANNELS, CONFIG, LAUNCHER, LOOP, STORE
 from pai.rest_server.views import node_view
 from pai.store import nodes, tokens, users
 
@@ -124,6 +124,11 @@ async def agent_register(request: web.Request) -> web.Response:
     reply = await request.app[STORE].call(request.app[LAUNCHER].register, req)
     request.app[LOOP].wake()
     return web.json_response(reply.to_dict())
+
+
+async def agent_channel(request: web.Request) -> web.StreamResponse:
+    check_agent(request)
+    return await request.app[CHANNELS].serve(request)
 
 
 async def agent_heartbeat(request: web.Request) -> web.Response:

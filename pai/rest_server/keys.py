@@ -7,6 +7,7 @@ from aiohttp import ClientSession, web
 from pai.launcher.loop import LauncherLoop, StoreThread
 from pai.launcher.service import Launcher
 from pai.launcher.vcadmin import VcAdmin
+from pai.rest_server.channel import AgentChannels
 from pai.rest_server.config import MasterConfig
 from pai.store.db import Database
 
@@ -17,4 +18,5 @@ LAUNCHER = web.AppKey("launcher", Launcher)
 LOOP = web.AppKey("loop", LauncherLoop)
 VCADMIN = web.AppKey("vcadmin", VcAdmin)
 HTTP = web.AppKey("http", ClientSession)
+CHANNELS = web.AppKey("channels", AgentChannels)  # the agents' WebSockets, for pokes
 AGENT_TOKEN = web.AppKey("agent_token", str)  # what agents present, and what the master shows their log servers

@@ -40,4 +40,5 @@ routes: list[web.RouteDef] = [
     web.delete("/api/v2/virtual-clusters/{vc}", vcs.delete_vc),
     web.post("/api/internal/agents/register", h.agent_register),
     web.post("/api/internal/agents/{node}/heartbeat", h.agent_heartbeat),
+    web.get("/api/internal/agents/{node}/channel", h.agent_channel),
 ]

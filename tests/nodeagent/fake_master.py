@@ -11,6 +11,7 @@ from pai.protocol import (
     ContainerReport,
     HeartbeatRequest,
     MasterReply,
+    Poke,
     RegisterRequest,
     StartTask,
     StopTask,
@@ -29,7 +30,25 @@ class FakeMaster:
     requests: list[RegisterRequest | HeartbeatRequest] = field(default_factory=list)
     _queued: deque[tuple[StartTask | StopTask, ...]] = field(default_factory=deque)
     _runner: web.AppRunner | None = None
+    _channels: list[web.WebSocketResponse] = field(default_factory=list)
     url: str = ""
+
+    async def poke(self) -> int:
+        """Poke every agent channel open now; returns how many."""
+        for ws in self._channels:
+            await ws.send_json(Poke().to_dict())
+        return len(self._channels)
+
+    async def _channel(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        self._channels.append(ws)
+        try:
+            async for _ in ws:
+                pass
+        finally:
+            self._channels.remove(ws)
+        return ws
 
     def send(self, *commands: StartTask | StopTask) -> None:
         """Commands for the next reply (register or heartbeat)."""
@@ -67,6 +86,7 @@ class FakeMaster:
         app = web.Application()
         app.router.add_post("/api/internal/agents/register", self._register)
         app.router.add_post("/api/internal/agents/{node}/heartbeat", self._heartbeat)
+        app.router.add_get("/api/internal/agents/{node}/channel", self._channel)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         await web.TCPSite(self._runner, "127.0.0.1", port).start()
@@ -74,5 +94,7 @@ class FakeMaster:
         return self.url
 
     async def close(self) -> None:
+        for ws in list(self._channels):
+            await ws.close()
         if self._runner is not None:
             await self._runner.cleanup()
