@@ -1,4 +1,4 @@
-"""The async shell around the launcher: one store thread, and the snapshot -> schedule -> persist loop."""
+"""The async shell around the launcher: the store's threads, and the snapshot -> schedule -> persist loop."""
 
 from __future__ import annotations
 
@@ -16,18 +16,34 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-class StoreThread:
-    """Every store transaction runs on this one thread: SQLite needs a single writer, and the order of
-    transactions is the order of requests."""
+READERS = 4
 
-    def __init__(self) -> None:
+
+class StoreThread:
+    """Where store transactions run, off the event loop.
+
+    ``call``: every transaction that writes runs on one thread, so writes are serialised (SQLite has a single
+    writer, and the order of changes is the order of requests); the scheduling pass and the agents' heartbeats
+    are such writes. ``read``: read-only transactions (lists, details, token checks) run on a pool of reader
+    threads, each with its own connection, and never wait for a write to finish: SQLite in WAL mode and
+    PostgreSQL both let a reader see the last committed state while a writer works."""
+
+    def __init__(self, readers: int = READERS) -> None:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pai-store")
+        self._readers = ThreadPoolExecutor(max_workers=readers, thread_name_prefix="pai-read")
 
     async def call(self, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+        """Run ``fn`` (a transaction that may write) on the writer thread."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, lambda: fn(*args, **kwargs))
 
+    async def read(self, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+        """Run ``fn`` (a transaction that only reads) on a reader thread."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._readers, lambda: fn(*args, **kwargs))
+
     def close(self) -> None:
+        self._readers.shutdown(wait=True)
         self._pool.shutdown(wait=True)
 
 

@@ -28,7 +28,7 @@ async def current_user(request: web.Request) -> User:
         with launcher.db.session() as s:
             return tokens.resolve_token(s, token, launcher.clock())
 
-    user = await request.app[STORE].call(resolve)
+    user = await request.app[STORE].read(resolve)
     if user is None:
         raise UnauthorizedUserError("the token is invalid or has expired; log in again")
     return user

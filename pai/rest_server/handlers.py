@@ -85,7 +85,7 @@ async def login(request: web.Request) -> web.Response:
 
 async def list_nodes(request: web.Request) -> web.Response:
     await current_user(request)
-    usage = await request.app[STORE].call(request.app[LAUNCHER].node_usage)
+    usage = await request.app[STORE].read(request.app[LAUNCHER].node_usage)
     return web.json_response([node_view(n, used) for n, used in usage])
 
 

@@ -22,11 +22,11 @@ def detail(st: Storage) -> dict[str, Any]:
 
 async def list_storages(request: web.Request) -> web.Response:
     user = await current_user(request)
-    found = await request.app[STORE].call(request.app[LAUNCHER].storages, user)
+    found = await request.app[STORE].read(request.app[LAUNCHER].storages, user)
     return web.json_response({"storages": [summary(st) for st in found]})
 
 
 async def get_storage(request: web.Request) -> web.Response:
     user = await current_user(request)
-    st = await request.app[STORE].call(request.app[LAUNCHER].storage, request.match_info["name"], user)
+    st = await request.app[STORE].read(request.app[LAUNCHER].storage, request.match_info["name"], user)
     return web.json_response(detail(st))

@@ -61,7 +61,7 @@ def vc_view(r: VcReport) -> dict[str, Any]:
 
 
 async def _reports(request: web.Request) -> list[VcReport]:
-    return await request.app[STORE].call(request.app[VCADMIN].reports)
+    return await request.app[STORE].read(request.app[VCADMIN].reports)
 
 
 async def list_vcs(request: web.Request) -> web.Response:

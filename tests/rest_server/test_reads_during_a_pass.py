@@ -1,0 +1,48 @@
+"""Reads never queue behind a scheduling pass: with a pass held up on the writer thread (a hook in the test),
+token checks and lists are answered meanwhile."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import pytest
+
+from pai.launcher.service import Launcher
+from pai.rest_server.keys import LAUNCHER
+from tests.rest_server.conftest import Api
+from tests.rest_server.test_vcs import add_node, job
+
+READS = ["/api/v2/nodes", "/api/v2/virtual-clusters", "/api/v2/storages"]
+
+
+@pytest.fixture
+async def slow_pass(api: Api, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The next scheduling pass blocks the writer thread until released."""
+    launcher: Launcher = api.client.app[LAUNCHER]
+    entered, release, left = threading.Event(), threading.Event(), threading.Event()
+    real = launcher.schedule_pass
+
+    def held() -> Any:
+        entered.set()
+        release.wait(20)
+        left.set()
+        return real()
+
+    monkeypatch.setattr(launcher, "schedule_pass", held)
+    yield entered, release, left
+    release.set()
+
+
+async def test_reads_are_answered_while_a_pass_holds_the_writer(api: Api, slow_pass: Any) -> None:
+    entered, release, left = slow_pass
+    await add_node(api, "n1")  # wakes the loop: the held pass starts
+    assert await asyncio.to_thread(entered.wait, 10)
+    for path in READS:
+        status, body = await api.call("GET", path)
+        assert status == 200, (path, body)
+        assert not left.is_set()  # answered while the pass still held the writer thread
+    release.set()
+    status, _ = await api.call("POST", "/api/v2/jobs", body=job("after"), content_type="application/json")
+    assert status == 202  # and writes go on once it is done
