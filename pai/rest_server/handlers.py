@@ -11,6 +11,7 @@ from pai import __version__
 from pai.domain.errors import ForbiddenUserError, InvalidParametersError, InvalidProtocolError, UnauthorizedUserError
 from pai.domain.limits import INT32_MAX
 from pai.domain.node import NodeState
+from pai.jobspec.agentmsg import check_agent_message
 from pai.jobspec.decode import load_json
 from pai.protocol.messages import HeartbeatRequest, ProtocolError, RegisterRequest
 from pai.rest_server.auth import check_agent, current_user
@@ -118,7 +119,7 @@ async def set_node_state(request: web.Request) -> web.Response:
 async def agent_register(request: web.Request) -> web.Response:
     check_agent(request)
     try:
-        req = RegisterRequest.from_dict(await json_body(request))
+        req = RegisterRequest.from_dict(check_agent_message(await json_body(request), "register"))
     except ProtocolError as e:
         raise InvalidParametersError(str(e)) from None
     reply = await request.app[STORE].call(request.app[LAUNCHER].register, req)
@@ -134,7 +135,7 @@ async def agent_channel(request: web.Request) -> web.StreamResponse:
 async def agent_heartbeat(request: web.Request) -> web.Response:
     check_agent(request)
     try:
-        req = HeartbeatRequest.from_dict(await json_body(request))
+        req = HeartbeatRequest.from_dict(check_agent_message(await json_body(request), "heartbeat"))
     except ProtocolError as e:
         raise InvalidParametersError(str(e)) from None
     if req.node != request.match_info["node"]:
