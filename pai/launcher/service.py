@@ -17,12 +17,14 @@ from sqlalchemy.orm import Session
 from pai.domain.errors import InvalidParametersError, NoNodeError, NoVirtualClusterError
 from pai.domain.job import Job, Task, initial_tasks
 from pai.domain.jobspec import JobSpec
+from pai.domain.limits import JobLimits
 from pai.domain.node import Node, NodeState
 from pai.domain.resources import Resources
 from pai.domain.states import JobState
 from pai.domain.storage import Storage
 from pai.launcher import cluster, logs, storages
 from pai.launcher.access import require_owner_or_admin
+from pai.launcher.accounts import Accounts
 from pai.launcher.binding import BindingError, bind_task, ledgers
 from pai.launcher.env import task_env
 from pai.launcher.lifecycle import (
@@ -124,13 +126,9 @@ class Launcher:
         self.started_at = clock()
         self._requeued: set[str] = set()  # LOST nodes whose attempts have been ended (until they come back)
         self._touched: set[str] = set()  # nodes whose tasks changed since take_touched (their agents are poked)
+        self.accounts = Accounts(db, clock)
 
     # ---- users' requests ----------------------------------------------------------------------
-
-    def priority_classes(self) -> dict[str, int]:
-        """The cluster's priority classes (OpenPAI's and the admin's), for parsing a submission."""
-        with self.db.session() as s:
-            return dict(cluster.load(s).config.priority_classes)
 
     def submit(self, user: str, spec: JobSpec, config_text: str) -> Job:
         now = self.clock()
@@ -165,6 +163,21 @@ class Launcher:
             store_jobs.save_job(s, job)
         log.info("job stop requested job=%s by=%s state=%s", key, by.name, job.state.value)
         return StopResult(job, already_ended=False)
+
+    def set_node_state(self, name: str, state: NodeState) -> None:
+        """An admin's cordon, drain or uncordon (READY); a LOST node cannot be changed."""
+        with self.db.session() as s:
+            node = store_nodes.get_node(s, name)
+            if node.state is NodeState.LOST:
+                raise InvalidParametersError(f"node {name} is LOST; it becomes READY when its agent reports",
+                                             field="value")
+            store_nodes.set_node_state(s, name, state)
+
+    def submission_rules(self) -> tuple[dict[str, int], JobLimits]:
+        """The cluster's priority classes (OpenPAI's and the admin's) and job-size limits, to parse a spec."""
+        with self.db.session() as s:
+            config = cluster.load(s).config
+            return dict(config.priority_classes), config.limits
 
     def storages(self, user: User) -> list[Storage]:
         """The storages ``user`` may mount."""

@@ -18,7 +18,6 @@ from pai.rest_server.config import MasterConfig
 from pai.rest_server.errors import PARSER_LINE_LIMIT, add_request_id, error_middleware
 from pai.rest_server.keys import AGENT_TOKEN, CHANNELS, CONFIG, DB, HTTP, LAUNCHER, LOOP, STORE, VCADMIN
 from pai.rest_server.routes import routes
-from pai.store import users
 from pai.store.db import Database
 
 log = logging.getLogger("pai.master")
@@ -33,14 +32,11 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
     store = StoreThread()
     db = Database(config.db_url())
     await store.call(db.migrate)
-    if config.admin_password:
-        def admin() -> None:
-            with db.session() as s:
-                users.ensure_admin(s, config.admin_user, config.admin_password or "")
-        await store.call(admin)
     app[STORE] = store
     app[DB] = db
     app[LAUNCHER] = Launcher(db, config.launcher)
+    if config.admin_password:
+        await store.call(app[LAUNCHER].accounts.ensure_admin, config.admin_user, config.admin_password)
     app[VCADMIN] = VcAdmin(db, app[LAUNCHER].clock)
     if config.vc_config is not None:
         doc = load_cluster_config(config.vc_config.read_text(), str(config.vc_config))

@@ -8,7 +8,6 @@ from aiohttp import web
 
 from pai.domain.errors import UnauthorizedUserError
 from pai.rest_server.keys import AGENT_TOKEN, LAUNCHER, STORE
-from pai.store import tokens
 from pai.store.records import User
 
 
@@ -22,13 +21,7 @@ def _bearer(request: web.Request) -> str:
 
 async def current_user(request: web.Request) -> User:
     token = _bearer(request)
-    launcher = request.app[LAUNCHER]
-
-    def resolve() -> User | None:
-        with launcher.db.session() as s:
-            return tokens.resolve_token(s, token, launcher.clock())
-
-    user = await request.app[STORE].read(resolve)
+    user = await request.app[STORE].read(request.app[LAUNCHER].accounts.user_of, token)
     if user is None:
         raise UnauthorizedUserError("the token is invalid or has expired; log in again")
     return user

@@ -8,7 +8,7 @@ from typing import Any
 from aiohttp import web
 
 from pai import __version__
-from pai.domain.errors import ForbiddenUserError, InvalidParametersError, InvalidProtocolError, UnauthorizedUserError
+from pai.domain.errors import ForbiddenUserError, InvalidParametersError, InvalidProtocolError
 from pai.domain.limits import INT32_MAX
 from pai.domain.node import NodeState
 from pai.jobspec.agentmsg import check_agent_message
@@ -17,7 +17,6 @@ from pai.protocol.messages import HeartbeatRequest, ProtocolError, RegisterReque
 from pai.rest_server.auth import check_agent, current_user
 from pai.rest_server.keys import CHANNELS, CONFIG, LAUNCHER, LOOP, STORE
 from pai.rest_server.views import node_view
-from pai.store import nodes, tokens, users
 
 
 async def api_v1(request: web.Request) -> web.Response:
@@ -71,17 +70,8 @@ async def login(request: web.Request) -> web.Response:
         raise InvalidParametersError(
             f"expiration: must be a positive number of seconds, at most {INT32_MAX}", field="expiration"
         )
-    launcher = request.app[LAUNCHER]
-
-    def run() -> tuple[str, bool]:
-        with launcher.db.session() as s:
-            user = users.verify_password(s, name, password)
-            if user is None:
-                raise UnauthorizedUserError("the user name or password is not correct")
-            return tokens.issue_token(s, user.name, expiration, now=launcher.clock()), user.admin
-
-    token, admin = await request.app[STORE].call(run)
-    return web.json_response({"token": token, "user": name, "admin": admin})
+    token, user = await request.app[STORE].call(request.app[LAUNCHER].accounts.login, name, password, expiration)
+    return web.json_response({"token": token, "user": user.name, "admin": user.admin})
 
 
 async def list_nodes(request: web.Request) -> web.Response:
@@ -101,17 +91,7 @@ async def set_node_state(request: web.Request) -> web.Response:
     if not isinstance(value, str) or value not in allowed:
         raise InvalidParametersError(f"value: {value!r} is not one of {', '.join(allowed)}", field="value")
     name = request.match_info["node"]
-    launcher = request.app[LAUNCHER]
-
-    def run() -> None:
-        with launcher.db.session() as s:
-            node = nodes.get_node(s, name)
-            if node.state is NodeState.LOST:
-                raise InvalidParametersError(f"node {name} is LOST; it becomes READY when its agent reports",
-                                             field="value")
-            nodes.set_node_state(s, name, allowed[str(value)])
-
-    await request.app[STORE].call(run)
+    await request.app[STORE].call(request.app[LAUNCHER].set_node_state, name, allowed[str(value)])
     request.app[LOOP].wake()
     return web.json_response({"name": name, "state": value})
 

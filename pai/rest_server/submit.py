@@ -12,25 +12,15 @@ import asyncio
 from aiohttp import web
 
 from pai.domain.errors import ForbiddenUserError
-from pai.domain.limits import JobLimits
 from pai.jobspec import parse_job
-from pai.launcher import cluster
-from pai.launcher.service import Launcher
 from pai.rest_server.auth import current_user
 from pai.rest_server.keys import LAUNCHER, LOOP, STORE
-
-
-def submission_rules(launcher: Launcher) -> tuple[dict[str, int], JobLimits]:
-    """The cluster's priority classes (OpenPAI's and the admin's) and job-size limits, for parsing a spec."""
-    with launcher.db.session() as s:
-        config = cluster.load(s).config
-        return dict(config.priority_classes), config.limits
 
 
 async def _submit(request: web.Request, user: str) -> web.Response:
     body = await request.read()
     launcher = request.app[LAUNCHER]
-    classes, limits = await request.app[STORE].call(submission_rules, launcher)
+    classes, limits = await request.app[STORE].read(launcher.submission_rules)
     parsed = await asyncio.to_thread(parse_job, body, request.content_type, classes, limits)
     job = await request.app[STORE].call(launcher.submit, user, parsed.spec, parsed.text)
     request.app[LOOP].wake()

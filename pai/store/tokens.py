@@ -28,14 +28,20 @@ def issue_token(s: Session, user: str, ttl_seconds: float | None, *, now: float 
 
 def resolve_token(s: Session, token: str, now: float) -> User | None:
     """The token's user when the token exists and has not expired at ``now``."""
+    found = lookup(s, token_digest(token))
+    if found is None or (found[1] is not None and found[1] <= now):
+        return None
+    return found[0]
+
+
+def lookup(s: Session, digest: str) -> tuple[User, float | None] | None:
+    """The user and expiry (None: never) of the token with this digest, expired or not; None if unknown."""
     row = s.execute(
         select(UserRow.name, UserRow.admin, TokenRow.expires_at)
         .join(TokenRow, TokenRow.user_id == UserRow.id)
-        .where(TokenRow.token_hash == token_digest(token))
+        .where(TokenRow.token_hash == digest)
     ).one_or_none()
-    if row is None or (row.expires_at is not None and row.expires_at <= now):
-        return None
-    return User(name=row.name, admin=row.admin)
+    return None if row is None else (User(name=row.name, admin=row.admin), row.expires_at)
 
 
 def revoke(s: Session, token: str) -> bool:
