@@ -27,17 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.figures import line
 from tests.e2e.harness import TERMINAL, Cluster, cluster
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def line(name: str, values: list[float]) -> str:
-    return (f"{name:<28} p50 {statistics.median(values) * 1000:8.1f} ms   p95 {pct(values, 0.95) * 1000:8.1f} ms"
-            f"   (n={len(values)})")
 
 
 def job(name: str, command: str, cpus: int = 1) -> str:

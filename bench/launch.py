@@ -24,20 +24,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import docker
 
+from bench.figures import line
 from pai.nodeagent.codefetch import CodeFetcher
 from tests.dockerkit import IMAGE, docker_engine, missing
 from tests.e2e.harness import Cluster, cluster
 from tests.webhdfs import webhdfs
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def line(name: str, values: list[float]) -> str:
-    return (f"{name:<28} p50 {statistics.median(values) * 1000:8.1f} ms   p95 {pct(values, 0.95) * 1000:8.1f} ms"
-            f"   (n={len(values)})")
 
 
 def docker_floor(url: str, runs: int) -> list[float]:

@@ -29,3 +29,13 @@ class Counter:
     def __call__(self) -> str:
         self.n += 1
         return f"a{self.n}"
+
+
+class Clock:
+    """A clock the test sets."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now

@@ -11,14 +11,7 @@ from pai.domain.errors import UnauthorizedUserError
 from pai.launcher.accounts import Accounts
 from pai.store import credentials, tokens, users
 from pai.store.db import Database
-
-
-class Clock:
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
+from tests.launcher.builders import Clock
 
 
 @pytest.fixture

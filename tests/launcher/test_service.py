@@ -16,15 +16,8 @@ from pai.protocol import ContainerReport, ContainerStatus
 from pai.protocol.messages import HeartbeatRequest, NodeInfo, RegisterRequest, StartTask
 from pai.store import history, jobs, nodes
 from pai.store.db import Database
+from tests.launcher.builders import Clock
 from tests.store.conftest import make_database
-
-
-class Clock:
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture
