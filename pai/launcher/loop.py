@@ -68,8 +68,9 @@ class LauncherLoop:
 
     async def run(self) -> None:
         while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.tick_seconds)
+            with contextlib.suppress(TimeoutError):  # asyncio.timeout: wait_for may lose a cancellation (3.11)
+                async with asyncio.timeout(self.tick_seconds):
+                    await self._wake.wait()
             self._wake.clear()
             try:
                 await self.store.call(self.launcher.check_nodes)

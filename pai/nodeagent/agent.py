@@ -216,9 +216,12 @@ class Agent:
             backoff = min(backoff * 2, self.config.max_backoff_seconds, self.node_timeout_seconds / 5)
 
     async def _pause(self, seconds: float) -> None:
-        """Wait for the next heartbeat: ``seconds``, or less when an attempt exits."""
+        """Wait for the next heartbeat: ``seconds``, or less when an attempt starts or ends or the master pokes.
+        (``asyncio.timeout``, not ``wait_for``: on Python 3.11 ``wait_for`` loses a cancellation that arrives as
+        the event is set, and the agent then never stops.)"""
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), seconds)
+            async with asyncio.timeout(seconds):
+                await self._wake.wait()
         self._wake.clear()
 
     async def _health_watch(self, health: HealthCheck) -> None:

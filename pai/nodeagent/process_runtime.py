@@ -131,7 +131,8 @@ class ProcessRuntime:
         assert pgid is not None
         process_group.signal_group(pgid, signal.SIGTERM)
         try:
-            await asyncio.wait_for(attempt.finished.wait(), grace_seconds)
+            async with asyncio.timeout(grace_seconds):  # not wait_for: it may lose a cancellation on 3.11
+                await attempt.finished.wait()
         except TimeoutError:
             self._log.info("grace period over: killing the group", extra=self._fields(attempt.record))
             await process_group.kill_group(pgid)

@@ -127,7 +127,8 @@ async def test_an_agent_without_answers_for_the_node_timeout_stops_its_tasks(tmp
         report = master.latest("a1")
         assert report is not None and report.exit_code == PlatformExit.NODE_LOST
         assert report.reason is not None and "fenced" in report.reason
-        assert not agent.fenced
+        # the master has the report; the agent is unfenced once it has read the reply
+        await eventually(lambda: not agent.fenced, timeout=5, what="no longer fenced")
 
 
 async def test_an_agent_with_its_watchdog_releases_it_when_it_stops_its_tasks(tmp_path: Path, master: FakeMaster,
