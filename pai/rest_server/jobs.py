@@ -2,26 +2,33 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import overload
 
 import yaml
 from aiohttp import ClientError, ClientTimeout, web
 
 from pai.domain.errors import InvalidParametersError, NoTaskError
-from pai.domain.job import Job
 from pai.domain.limits import INT32_MAX
 from pai.domain.states import JobState
 from pai.jobspec import stored_config
+from pai.launcher import queries
 from pai.launcher.logs import MAX_LOG_BYTES
+from pai.launcher.queries import JobFilters, Order
 from pai.rest_server.auth import current_user
 from pai.rest_server.handlers import json_body
 from pai.rest_server.keys import AGENT_TOKEN, HTTP, LAUNCHER, LOOP, STORE
-from pai.rest_server.views import attempt_view, job_detail, job_summary
-from pai.store import history
-from pai.store import jobs as store_jobs
+from pai.rest_server.views import attempt_view, job_detail, summary_view
 
 
-def _int_param(request: web.Request, name: str, default: int | None) -> int | None:
+@overload
+def _int_param(request: web.Request, name: str, default: int, maximum: int = INT32_MAX) -> int: ...
+
+
+@overload
+def _int_param(request: web.Request, name: str, default: None, maximum: int = INT32_MAX) -> int | None: ...
+
+
+def _int_param(request: web.Request, name: str, default: int | None, maximum: int = INT32_MAX) -> int | None:
     raw = request.query.get(name)
     if raw is None or raw == "":
         return default
@@ -32,44 +39,48 @@ def _int_param(request: web.Request, name: str, default: int | None) -> int | No
     digits = written.lstrip("0") or "0"  # int() of a long text is refused; leading zeros are not digits
     if negative and digits != "0":
         raise InvalidParametersError(f"{name}: {shown} is less than the minimum of 0", field=name)
-    if len(digits) > 10 or int(digits) > INT32_MAX:
-        raise InvalidParametersError(f"{name}: {shown} is greater than the maximum of {INT32_MAX}", field=name)
+    if len(digits) > 10 or int(digits) > maximum:
+        raise InvalidParametersError(f"{name}: {shown} is greater than the maximum of {maximum}", field=name)
     return int(digits)
 
 
-def _states(raw: str | None) -> list[JobState] | None:
+def _states(raw: str | None) -> tuple[JobState, ...] | None:
     if not raw:
         return None
     try:
-        return [JobState(s.strip().upper()) for s in raw.split(",")]
+        return tuple(JobState(s.strip().upper()) for s in raw.split(","))
     except ValueError:
         allowed = ", ".join(s.value for s in JobState)
         raise InvalidParametersError(f"state: {raw!r} is not one of {allowed}", field="state") from None
 
 
+def _order(raw: str) -> Order:
+    order = raw.lower()
+    if order == "asc":
+        return "asc"
+    if order == "desc":
+        return "desc"
+    raise InvalidParametersError(f"order: {raw!r} is not one of asc, desc", field="order")
+
+
 async def list_jobs(request: web.Request) -> web.Response:
+    """OpenPAI's job list: ``limit`` defaults to 5,000 and may not pass 50,000 (``pai.launcher.queries``)."""
     await current_user(request)
     q = request.query
-    order = q.get("order", "desc").lower()
-    launcher = request.app[LAUNCHER]
-    kwargs: dict[str, Any] = {
-        "username": q.get("username") or None,
-        "vc": q.get("vc") or None,
-        "states": _states(q.get("state")),
-        "keyword": q.get("keyword") or None,
-        "offset": _int_param(request, "offset", 0),
-        "limit": _int_param(request, "limit", None),
-        "order": order,
-    }
-
-    def run() -> tuple[list[Job], int]:
-        with launcher.db.session() as s:
-            return store_jobs.list_jobs(s, **kwargs)
-
-    jobs, total = await request.app[STORE].call(run)
-    data = [job_summary(j) for j in jobs]
-    if q.get("withTotalCount", "").lower() == "true":
-        return web.json_response({"totalCount": total, "data": data})
+    filters = JobFilters(
+        username=q.get("username") or None,
+        vc=q.get("vc") or None,
+        states=_states(q.get("state")),
+        keyword=q.get("keyword") or None,
+        offset=_int_param(request, "offset", 0),
+        limit=_int_param(request, "limit", queries.DEFAULT_LIMIT, maximum=queries.MAX_LIMIT),
+        order=_order(q.get("order", "desc")),
+        with_total=q.get("withTotalCount", "").lower() == "true",
+    )
+    page = await request.app[STORE].read(queries.list_jobs, request.app[LAUNCHER].db, filters)
+    data = [summary_view(j) for j in page.jobs]
+    if page.total is not None:
+        return web.json_response({"totalCount": page.total, "data": data})
     return web.json_response(data)
 
 
@@ -79,27 +90,14 @@ def _key(request: web.Request) -> str:
 
 async def job_detail_handler(request: web.Request) -> web.Response:
     await current_user(request)
-    launcher = request.app[LAUNCHER]
-    key = _key(request)
-
-    def run() -> dict[str, Any]:
-        with launcher.db.session() as s:
-            job = store_jobs.get_job(s, key)
-            return job_detail(job, history.list_events(s, job.id))
-
-    return web.json_response(await request.app[STORE].call(run))
+    found = await request.app[STORE].read(queries.job_detail, request.app[LAUNCHER].db, _key(request))
+    return web.json_response(job_detail(found.job, found.events))
 
 
 async def job_config(request: web.Request) -> web.Response:
     await current_user(request)
-    launcher = request.app[LAUNCHER]
-    key = _key(request)
-
-    def run() -> str:
-        with launcher.db.session() as s:
-            return store_jobs.get_config_text(s, key)
-
-    config, version = stored_config(await request.app[STORE].call(run))
+    text = await request.app[STORE].read(queries.job_config_text, request.app[LAUNCHER].db, _key(request))
+    config, version = stored_config(text)
     accept = request.headers.get("Accept", "")
     if "yaml" in accept or (version == 2 and "json" not in accept):
         return web.Response(text=yaml.safe_dump(config, sort_keys=False), content_type="text/yaml")
@@ -108,15 +106,8 @@ async def job_config(request: web.Request) -> web.Response:
 
 async def job_attempts(request: web.Request) -> web.Response:
     await current_user(request)
-    launcher = request.app[LAUNCHER]
-    key = _key(request)
-
-    def run() -> list[dict[str, Any]]:
-        with launcher.db.session() as s:
-            job = store_jobs.get_job(s, key)
-            return [attempt_view(a) for a in history.list_attempts(s, job.id)]
-
-    return web.json_response(await request.app[STORE].call(run))
+    attempts = await request.app[STORE].read(queries.job_attempts, request.app[LAUNCHER].db, _key(request))
+    return web.json_response([attempt_view(a) for a in attempts])
 
 
 async def execution_type(request: web.Request) -> web.Response:

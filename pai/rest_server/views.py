@@ -7,37 +7,43 @@ from typing import Any
 from pai.domain.job import Job, Task
 from pai.domain.node import Node
 from pai.domain.resources import Resources
+from pai.domain.states import JobState
 from pai.launcher.exit_codes import classify
 from pai.store.records import JobEvent, TaskAttempt
+from pai.store.summaries import JobSummary
 
 
 def ms(t: float | None) -> int | None:
     return None if t is None else int(t * 1000)
 
 
-def _execution_type(job: Job) -> str:
-    return "STOP" if job.state.value in ("STOPPING", "STOPPED") else "START"
+def _execution_type(state: JobState) -> str:
+    return "STOP" if state in (JobState.STOPPING, JobState.STOPPED) else "START"
+
+
+def summary_view(summary: JobSummary) -> dict[str, Any]:
+    """OpenPAI's JobSummary: an item of the job list."""
+    return {
+        "name": summary.name,
+        "username": summary.user,
+        "state": summary.state.value,
+        "subState": summary.state.value,
+        "executionType": _execution_type(summary.state),
+        "retries": summary.retries,
+        "createdTime": ms(summary.submitted_at),
+        "launchedTime": ms(summary.started_at),
+        "completedTime": ms(summary.completed_at),
+        "appExitCode": summary.exit_code,
+        "virtualCluster": summary.vc,
+        "priority": summary.priority,
+        "totalGpuNumber": summary.total_gpu,
+        "totalTaskNumber": summary.task_count,
+        "totalTaskRoleNumber": summary.role_count,
+    }
 
 
 def job_summary(job: Job) -> dict[str, Any]:
-    spec = job.spec
-    return {
-        "name": job.name,
-        "username": job.user,
-        "state": job.state.value,
-        "subState": job.state.value,
-        "executionType": _execution_type(job),
-        "retries": job.retries,
-        "createdTime": ms(job.submitted_at),
-        "launchedTime": ms(job.started_at),
-        "completedTime": ms(job.completed_at),
-        "appExitCode": job.exit_code,
-        "virtualCluster": job.vc,
-        "priority": spec.priority,
-        "totalGpuNumber": spec.total.gpu,
-        "totalTaskNumber": spec.instance_count,
-        "totalTaskRoleNumber": len(spec.task_roles),
-    }
+    return summary_view(JobSummary.of(job))
 
 
 def _task_status(task: Task) -> dict[str, Any]:

@@ -53,6 +53,13 @@ class JobRow(Base):
         Index(None, "state"),
         Index(None, "vc"),
         Index(None, "submitted_at"),
+        # The job list's order, alone and after each of its equality filters (pai.store.summaries): a page is one
+        # ordered index range. ``keyword`` (a name substring) cannot use an index range; ``name`` rides along in the
+        # order index so that its scan reads the index, not the rows.
+        Index(None, "submitted_at", "id", "name"),
+        Index(None, "user_name", "submitted_at", "id"),
+        Index(None, "vc", "submitted_at", "id"),
+        Index(None, "state", "submitted_at", "id"),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)

@@ -155,8 +155,8 @@ async def test_text_the_database_cannot_store_is_a_400(api: Api, db_url: str) ->
     [
         pytest.param("offset=99999999999999999999", "offset: 99999999999999999999 is greater than the maximum of",
                      id="offset past int64"),
-        pytest.param("limit=2147483648", "limit: 2147483648 is greater than the maximum of 2147483647",
-                     id="limit past int32"),
+        pytest.param("limit=2147483648", "limit: 2147483648 is greater than the maximum of 50000",
+                     id="limit past int32 (the list's maximum is 50,000)"),
         pytest.param("offset=" + "0" * 5000 + "7", None, id="leading zeros"),
         pytest.param("limit=-0", None, id="minus zero"),
         pytest.param("limit=-", "limit: '-' is not an integer", id="lone minus"),

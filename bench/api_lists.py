@@ -1,0 +1,226 @@
+"""API list benchmark: ``python bench/api_lists.py [--backend sqlite|postgresql] [--jobs N] [--seconds S]``.
+
+Stores N finished 1-task jobs (default 100,000; 100 users, 5 VCs) through the store layer in batches (on
+PostgreSQL then VACUUM ANALYZE, as autovacuum would after such a load), then starts the real master
+(``pai.rest_server.app.make_app``) in a child process on a free port and measures, one request at a time, each
+over up to S seconds (at least 3 and at most 200 requests):
+
+  default list      GET /api/v2/jobs as a client sends it, with no limit
+  paged list        limit=20 with withTotalCount, the first page and a deep one (offset 50,000)
+  filters           username, vc, state (one, two), keyword (a common word and a rare one that only a full scan
+                    finds), each with limit=20 and withTotalCount; and username as a client sends it, no limit
+  detail            GET /api/v2/jobs/{user}~{job} of random jobs
+  master RSS        the child's resident memory now and at its peak (VmRSS, VmHWM from /proc)
+
+A request is timed until its whole body is read. Figures, not assertions. Targets (issue 10): default list
+p99 <= 500 ms, paged list and every filter p99 <= 50 ms, detail p99 <= 20 ms, master RSS <= 500 MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import random
+import socket
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import aiohttp
+from aiohttp import web
+from sqlalchemy import insert, text
+
+from bench.figures import pct
+from pai.domain.job import Job, initial_tasks
+from pai.domain.jobspec import JobSpec, TaskRoleSpec
+from pai.domain.resources import Resources
+from pai.domain.states import JobState, TaskState
+from pai.rest_server.app import make_app
+from pai.rest_server.config import MasterConfig
+from pai.store import codec
+from pai.store import jobs as store_jobs
+from pai.store.db import Database
+from pai.store.schema import JobRow, TaskRow
+from tests.dbkit import database_url
+
+PASSWORD = "bench-password"
+USERS = [f"user-{i:03d}" for i in range(100)]
+VCS = ["default", "dev", "prod", "research", "batch"]
+WORDS = ["train", "eval", "infer", "sweep"]
+ENDINGS = [(JobState.SUCCEEDED, TaskState.SUCCEEDED, 0), (JobState.FAILED, TaskState.FAILED, 1),
+           (JobState.STOPPED, TaskState.STOPPED, 143)]
+BATCH = 2_000
+T0 = 1_700_000_000.0
+
+
+def finished_job(i: int, rng: random.Random) -> tuple[Job, str]:
+    user, vc, word = rng.choice(USERS), rng.choice(VCS), rng.choice(WORDS)
+    name = f"{word}-{i:06d}"
+    role = TaskRoleSpec("worker", 1, "python train.py --epochs 10 --lr 0.001", Resources(1, 4, 8192),
+                        image="pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime")
+    spec = JobSpec(name=name, task_roles=(role,), virtual_cluster=vc, image=role.image)
+    state, task_state, code = ENDINGS[i % 3] if i % 10 else ENDINGS[0]
+    submitted = T0 + i * 30.0
+    tasks = tuple(replace(t, state=task_state, node=f"node-{i % 500:03d}", address="10.0.0.1", attempt_id=f"a-{i}",
+                          exit_code=code, started_at=submitted + 5, finished_at=submitted + 600)
+                  for t in initial_tasks(spec))
+    job = Job(id=f"{i:032x}", user=user, spec=spec, state=state, submitted_at=submitted, started_at=submitted + 5,
+              completed_at=submitted + 600, exit_code=code, tasks=tasks)
+    text = (f"protocolVersion: 2\nname: {name}\ntype: job\ndefaults: {{virtualCluster: {vc}}}\n"
+            f"prerequisites:\n  - {{type: dockerimage, name: img, uri: '{role.image}'}}\n"
+            "taskRoles:\n  worker:\n    instances: 1\n    dockerImage: img\n"
+            "    resourcePerInstance: {gpu: 1, cpu: 4, memoryMB: 8192}\n"
+            f"    commands: ['{role.command}']\n")
+    return job, text
+
+
+def columns(row: JobRow | TaskRow) -> dict[str, Any]:
+    return {c.key: getattr(row, c.key) for c in row.__table__.columns}
+
+
+def job_rows(job: Job, text: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The rows ``store.jobs.insert_job`` writes, as plain dicts for one bulk INSERT a batch (it takes ~1 ms a job,
+    a savepoint each: minutes for 100,000)."""
+    row = JobRow(id=job.id, user_name=job.user, name=job.name, vc=job.vc, state=job.state.value,
+                 priority=job.spec.priority, protocol_version=job.spec.protocol_version, config_text=text,
+                 spec=codec.spec_to_dict(job.spec), submitted_at=job.submitted_at, started_at=job.started_at,
+                 completed_at=job.completed_at, retries=job.retries, exit_code=job.exit_code, exit_reason=None,
+                 waiting_reason=None, preempted_by=None)
+    return columns(row), [columns(codec.task_to_row(job.id, t)) for t in job.tasks]
+
+
+def store(url: str, n: int) -> tuple[float, list[str]]:
+    """Insert ``n`` finished jobs in batches; returns the seconds it took and a sample of job keys."""
+    rng = random.Random(10)
+    db = Database(url)
+    db.migrate()
+    started = time.perf_counter()
+    keys: list[str] = []
+    for first in range(0, n, BATCH):
+        batch = [finished_job(i, rng) for i in range(first, min(n, first + BATCH))]
+        rows = [job_rows(job, text) for job, text in batch]
+        with db.session() as s:
+            s.execute(insert(JobRow), [job for job, _ in rows])
+            s.execute(insert(TaskRow), [task for _, tasks in rows for task in tasks])
+        keys.extend(job.key for job, _ in batch[:: max(1, BATCH // 20)])
+    with db.session() as s:  # the store's own reader agrees with what was written
+        assert store_jobs.get_job(s, batch[-1][0].key) == batch[-1][0]
+    if db.dialect == "postgresql":  # what autovacuum does after a load this size: statistics, visibility map
+        with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
+            c.execute(text("VACUUM ANALYZE jobs, tasks"))
+    db.dispose()
+    return time.perf_counter() - started, keys
+
+
+def serve(url: str, data_dir: str, port: int) -> None:
+    config = MasterConfig(data_dir=Path(data_dir), database_url=url, admin_password=PASSWORD,
+                          agent_token="bench-agent-token")
+    web.run_app(make_app(config), host="127.0.0.1", port=port, print=None, access_log=None)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def rss_mb(pid: int) -> tuple[float, float]:
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
+
+
+def figure(name: str, values: list[float], note: str) -> str:
+    return (f"{name:<30} p50 {statistics.median(values) * 1000:8.1f} ms   p99 {pct(values, 0.99) * 1000:8.1f} ms"
+            f"   (n={len(values)}; {note})")
+
+
+async def measure(http: aiohttp.ClientSession, base: str, paths: list[str], seconds: float) -> tuple[list[float], str]:
+    """Time GETs of ``paths`` in turn for up to ``seconds`` (3 to 200 requests); the note says what the first
+    answer held."""
+    times: list[float] = []
+    note = ""
+    deadline = time.perf_counter() + seconds
+    while len(times) < 3 or (len(times) < 200 and time.perf_counter() < deadline):
+        path = paths[len(times) % len(paths)]
+        started = time.perf_counter()
+        async with http.get(base + path) as resp:
+            body = await resp.read()
+        times.append(time.perf_counter() - started)
+        if not note:
+            if resp.status != 200:
+                raise SystemExit(f"GET {path}: {resp.status} {body[:300]!r}")
+            answer = json.loads(body)
+            paged = isinstance(answer, dict) and "totalCount" in answer
+            items = answer["data"] if paged else answer
+            total = f", totalCount {answer['totalCount']}" if paged else ""
+            count = f"{len(items)} items" if isinstance(items, list) else "1 job"
+            note = f"{count}{total}, {len(body) / 1e6:.2f} MB"
+    return times, note
+
+
+async def client(base: str, pid: int, keys: list[str], seconds: float, jobs: int) -> None:
+    async with aiohttp.ClientSession() as http:
+        for _ in range(600):
+            try:
+                async with http.get(base + "/healthz") as resp:
+                    if resp.status == 200:
+                        break
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.1)
+        async with http.post(base + "/api/v2/authn/basic/login", json={"username": "admin", "password": PASSWORD}) as r:
+            token = (await r.json())["token"]
+    print(f"{'master RSS after start':<30} {rss_mb(pid)[0]:8.1f} MB")
+    page = "limit=20&withTotalCount=true"
+    cases = [
+        ("default list", ["/api/v2/jobs"]),
+        ("paged list (limit 20)", [f"/api/v2/jobs?{page}"]),
+        ("deep page (offset 50,000)", [f"/api/v2/jobs?{page}&offset={min(50_000, jobs // 2)}"]),
+        ("filter username", [f"/api/v2/jobs?{page}&username={u}" for u in USERS[:10]]),
+        ("filter username, no limit", [f"/api/v2/jobs?username={u}" for u in USERS[10:20]]),
+        ("filter vc", [f"/api/v2/jobs?{page}&vc={vc}" for vc in VCS]),
+        ("filter state", [f"/api/v2/jobs?{page}&state={st}" for st in ("FAILED", "STOPPED", "SUCCEEDED")]),
+        ("filter state (two states)", [f"/api/v2/jobs?{page}&state=FAILED,STOPPED"]),
+        ("filter state (none match)", [f"/api/v2/jobs?{page}&state=RUNNING"]),
+        ("filter keyword (common)", [f"/api/v2/jobs?{page}&keyword={w}" for w in WORDS]),
+        ("filter keyword (rare)", [f"/api/v2/jobs?{page}&keyword={i:06d}" for i in range(7, jobs, max(1, jobs // 7))]),
+        ("job detail", [f"/api/v2/jobs/{key}" for key in keys]),
+    ]
+    headers = {"Authorization": f"Bearer {token}"}
+    async with aiohttp.ClientSession(headers=headers, timeout=aiohttp.ClientTimeout(total=600)) as http:
+        for name, paths in cases:
+            times, note = await measure(http, base, paths, seconds)
+            print(figure(name, times, note), flush=True)
+    now, peak = rss_mb(pid)
+    print(f"{'master RSS at the end / peak':<30} {now:8.1f} MB / {peak:.1f} MB")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--backend", choices=("sqlite", "postgresql"), default="sqlite")
+    parser.add_argument("--jobs", type=int, default=100_000)
+    parser.add_argument("--seconds", type=float, default=10.0, help="time spent on each measurement (default 10)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="pai-bench-") as tmp, database_url(args.backend, Path(tmp)) as url:
+        took, keys = store(url, args.jobs)
+        print(f"{args.backend}: stored {args.jobs:,} finished jobs in {took:.1f} s")
+        port = free_port()
+        master = multiprocessing.get_context("spawn").Process(target=serve, args=(url, f"{tmp}/data", port))
+        master.start()
+        try:
+            asyncio.run(client(f"http://127.0.0.1:{port}", master.pid or 0, keys, args.seconds, args.jobs))
+        finally:
+            master.terminate()
+            master.join(30)
+
+
+if __name__ == "__main__":
+    main()
