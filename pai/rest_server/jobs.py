@@ -143,7 +143,7 @@ async def task_log(request: web.Request) -> web.Response:
         raise InvalidParametersError("index: must be an integer", field="index") from None
     tail = _int_param(request, "tail", None)
     attempt = request.query.get("attempt") or None
-    where = await request.app[STORE].call(request.app[LAUNCHER].locate_log, key, role, index, attempt)
+    where = await request.app[STORE].read(request.app[LAUNCHER].locate_log, key, role, index, attempt)
     url = f"http://{where.address}:{where.port}/logs/{where.attempt_id}/{stream}"
     # A full read is capped: the last MAX_LOG_BYTES of the file, and X-Log-Truncated says so (also when the node's
     # on-disk cap dropped earlier output; X-Log-Dropped says how much).
