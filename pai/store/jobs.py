@@ -7,14 +7,13 @@ Attempt history and events live in ``pai.store.history`` and are re-exported her
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Literal
+from collections.abc import Sequence
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import Select, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
-from pai.domain.errors import ConflictJobError, InvalidParametersError, NoJobError
+from pai.domain.errors import ConflictJobError, NoJobError
 from pai.domain.job import Job
 from pai.domain.states import JobState
 from pai.store.codec import spec_from_dict, spec_to_dict, task_from_row, task_to_row, update_task_row
@@ -32,7 +31,6 @@ __all__ = [
     "insert_job",
     "list_attempts",
     "list_events",
-    "list_jobs",
     "record_attempt",
     "save_job",
     "save_jobs",
@@ -40,7 +38,6 @@ __all__ = [
 ]
 
 ACTIVE_STATES = (JobState.WAITING, JobState.RUNNING, JobState.STOPPING)
-Order = Literal["asc", "desc"]
 
 
 def split_key(key: str) -> tuple[str, str]:
@@ -127,38 +124,6 @@ def get_config_text(s: Session, key: str) -> str:
     if text is None:
         raise NoJobError(f"job {key} not found")
     return text
-
-
-def list_jobs(
-    s: Session,
-    *,
-    username: str | None = None,
-    vc: str | None = None,
-    states: Iterable[JobState] | None = None,
-    keyword: str | None = None,
-    offset: int = 0,
-    limit: int | None = None,
-    order: Order = "desc",
-) -> tuple[list[Job], int]:
-    """One page of jobs by submission time, and how many match in all. ``keyword``: case-insensitive name substring."""
-    if order not in ("asc", "desc"):
-        raise InvalidParametersError(f"order must be asc or desc, not {order!r}", field="order")
-    if offset < 0 or (limit is not None and limit < 0):
-        raise InvalidParametersError("offset and limit must not be negative", field="offset")
-    conditions = []
-    if username is not None:
-        conditions.append(JobRow.user_name == username)
-    if vc is not None:
-        conditions.append(JobRow.vc == vc)
-    if states is not None:
-        conditions.append(JobRow.state.in_([JobState(st).value for st in states]))
-    if keyword:
-        conditions.append(func.lower(JobRow.name).contains(keyword.lower(), autoescape=True))
-    total = s.scalar(select(func.count()).select_from(JobRow).where(*conditions)) or 0
-    keys = (JobRow.submitted_at, JobRow.id)
-    query = _select_jobs().where(*conditions).order_by(*(k.desc() if order == "desc" else k.asc() for k in keys))
-    rows = s.scalars(query.offset(offset).limit(limit)).all()
-    return [_to_job(row) for row in rows], total
 
 
 def active_jobs(s: Session) -> list[Job]:

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from sqlalchemy import Select, event, text
+from sqlalchemy import Select, text
 
 from pai.domain.errors import InvalidParametersError
 from pai.domain.job import Job, Task
@@ -16,6 +16,7 @@ from pai.domain.states import JobState
 from pai.store import jobs
 from pai.store.db import Database
 from pai.store.summaries import JobFilters, JobSummary, count_query, list_summaries, page_keys, page_query
+from tests.dbkit import statements_of
 
 from .builders import job, role
 
@@ -129,17 +130,8 @@ def test_bad_filters_name_the_field(bad: dict[str, Any], message: str) -> None:
 
 
 def test_the_list_reads_no_task_rows_and_no_submitted_text(catalogue: dict[str, Job], db: Database) -> None:
-    statements: list[str] = []
-
-    def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-        statements.append(statement)
-
-    event.listen(db.engine, "before_cursor_execute", record)
-    try:
-        with db.session() as s:
-            list_summaries(s, JobFilters(limit=ALL, with_total=True))
-    finally:
-        event.remove(db.engine, "before_cursor_execute", record)
+    with statements_of(db.engine) as statements, db.session() as s:
+        list_summaries(s, JobFilters(limit=ALL, with_total=True))
     reads = [q for q in statements if q.lstrip().upper().startswith("SELECT")]
     assert len(reads) == 2  # the page and the count
     assert not any(" tasks" in q or "config_text" in q for q in reads)

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 import pytest
-from sqlalchemy import event, text
+from sqlalchemy import text
 
-from pai.domain.errors import ConflictJobError, InvalidParametersError, NoJobError
+from pai.domain.errors import ConflictJobError, NoJobError
 from pai.domain.job import Job, Task
 from pai.domain.states import JobState, TaskState
 from pai.store import jobs
 from pai.store.db import Database
+from tests.dbkit import statements_of
 
 from .builders import full_spec, job, role
 
@@ -89,84 +89,17 @@ def catalogue(db: Database) -> Database:
     return db
 
 
-@pytest.mark.parametrize(
-    ("filters", "expected"),
-    [
-        pytest.param({}, ["infer", "trainxb", "eval-TRAIN", "train_b", "train-a"], id="all, newest first"),
-        pytest.param({"order": "asc"}, ["train-a", "train_b", "eval-TRAIN", "trainxb", "infer"], id="oldest first"),
-        pytest.param({"username": "bob"}, ["trainxb", "eval-TRAIN"], id="by user"),
-        pytest.param({"vc": "dev"}, ["infer", "eval-TRAIN", "train-a"], id="by vc"),
-        pytest.param({"states": [W, R]}, ["eval-TRAIN", "train-a"], id="by states"),
-        pytest.param({"states": []}, [], id="no states matches nothing"),
-        pytest.param({"keyword": "train"}, ["trainxb", "eval-TRAIN", "train_b", "train-a"], id="keyword any case"),
-        pytest.param({"keyword": "n_b"}, ["train_b"], id="underscore is literal"),
-        pytest.param({"keyword": "%"}, [], id="percent is literal"),
-        pytest.param({"vc": "dev", "username": "alice", "states": [R]}, ["train-a"], id="filters combine"),
-        pytest.param({"username": "nobody"}, [], id="no match"),
-    ],
-)
-def test_list_filters_and_order(catalogue: Database, filters: dict[str, Any], expected: list[str]) -> None:
-    with catalogue.session() as s:
-        found, total = jobs.list_jobs(s, **filters)
-    assert [j.name for j in found] == expected
-    assert total == len(expected)
-
-
-@pytest.mark.parametrize(
-    ("offset", "limit", "expected"),
-    [
-        pytest.param(0, 2, ["infer", "trainxb"], id="first page"),
-        pytest.param(2, 2, ["eval-TRAIN", "train_b"], id="second page"),
-        pytest.param(4, 2, ["train-a"], id="last page"),
-        pytest.param(9, 2, [], id="past the end"),
-        pytest.param(3, None, ["train_b", "train-a"], id="offset without limit"),
-        pytest.param(0, 0, [], id="limit zero"),
-    ],
-)
-def test_pages_count_every_match(catalogue: Database, offset: int, limit: int | None, expected: list[str]) -> None:
-    with catalogue.session() as s:
-        found, total = jobs.list_jobs(s, offset=offset, limit=limit)
-    assert [j.name for j in found] == expected
-    assert total == 5
-
-
-@pytest.mark.parametrize(
-    "bad", [{"order": "sideways"}, {"offset": -1}, {"limit": -1}], ids=["order", "offset", "limit"]
-)
-def test_list_rejects_bad_parameters(db: Database, bad: dict[str, Any]) -> None:
-    with db.session() as s, pytest.raises(InvalidParametersError):
-        jobs.list_jobs(s, **bad)
-
-
-def test_listed_jobs_carry_their_tasks(catalogue: Database) -> None:
-    with catalogue.session() as s:
-        found, _ = jobs.list_jobs(s)
-    assert all(len(j.tasks) == 1 and j.tasks[0].role == "worker" for j in found)
-
-
 def test_active_jobs_oldest_first(catalogue: Database) -> None:
     with catalogue.session() as s:
         assert [j.name for j in jobs.active_jobs(s)] == ["train-a", "eval-TRAIN", "infer"]
 
 
-def test_lists_load_tasks_in_one_query(catalogue: Database) -> None:
-    statements: list[str] = []
-
-    def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-        statements.append(statement)
-
-    event.listen(catalogue.engine, "before_cursor_execute", record)
-    try:
-        with catalogue.session() as s:
-            jobs.list_jobs(s)
-            listed = len(statements)
-            jobs.active_jobs(s)
-            active = len(statements) - listed
-    finally:
-        event.remove(catalogue.engine, "before_cursor_execute", record)
-    task_queries = [q for q in statements if "FROM tasks" in q]
-    assert len(task_queries) == 2
-    assert listed <= 4 and active <= 3  # (BEGIN,) count, jobs, tasks
+def test_active_jobs_load_their_tasks_in_one_query(catalogue: Database) -> None:
+    with statements_of(catalogue.engine) as statements, catalogue.session() as s:
+        found = jobs.active_jobs(s)
+    assert all(len(j.tasks) == 1 and j.tasks[0].role == "worker" for j in found)
+    assert len([q for q in statements if "FROM tasks" in q]) == 1
+    assert len(statements) <= 3  # (BEGIN,) jobs, tasks
 
 
 def test_save_job_updates_job_and_tasks(db: Database) -> None:
@@ -195,7 +128,7 @@ def test_save_job_updates_job_and_tasks(db: Database) -> None:
         jobs.save_job(s, changed)
     with db.session() as s:
         assert jobs.get_job(s, "alice~run") == changed
-        found, _ = jobs.list_jobs(s, states=[R])
+        found = jobs.active_jobs(s)
     assert found == [changed]
 
 
