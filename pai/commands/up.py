@@ -21,6 +21,7 @@ from pathlib import Path
 import click
 
 from pai.cli.api import MasterApi
+from pai.cli.command import ClientCommand
 from pai.cli.config import CliConfig, config_path, save_config
 from pai.cli.errors import CliError
 from pai.cli.http import HttpClient
@@ -155,7 +156,7 @@ def _run(url: str, password: str, file: Path) -> int:
     return 0 if state == "SUCCEEDED" else 1
 
 
-@click.command("up")
+@click.command("up", cls=ClientCommand)  # a refused spec is one "error: ..." line, not a traceback
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=None, type=int,
               help="Master port (default 9186; with --run, any free port).")

@@ -33,6 +33,23 @@ def test_pai_up_runs_the_hello_example_to_succeeded_and_leaves_no_process(tmp_pa
     assert leftovers.stdout.strip() == ""
 
 
+
+def test_pai_up_with_a_refused_spec_says_why_in_one_line_and_leaves_no_process(tmp_path: Path) -> None:
+    spec = tmp_path / "bad.yaml"
+    spec.write_text("protocolVersion: 2\nname: bad\ntype: job\n"
+                    "prerequisites: [{name: img, type: dockerimage, uri: busybox}]\n"
+                    "taskRoles: {w: {dockerImage: img, commands: [ls],\n"
+                    "                resourcePerInstance: {cpu: 1, memoryMB: 128, gpu: 0}}}\n"
+                    "extras: {storages: [{name: nope}]}\n")
+    env = {**os.environ, "HOME": str(tmp_path), "PAI_DATA_DIR": str(tmp_path / "unused")}
+    proc = subprocess.run([sys.executable, "-m", "pai", "up", "--run", str(spec), "--data-dir", str(tmp_path / "data")],
+                          capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "error: InvalidParametersError: extras.storages[0].name: 'nope' is not a storage" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    leftovers = subprocess.run(["pgrep", "-f", str(tmp_path / "data")], capture_output=True, text=True)
+    assert leftovers.stdout.strip() == ""
+
 def _pai(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HOME": str(home), "PAI_DATA_DIR": str(home / "unused")}
     return subprocess.run([sys.executable, "-m", "pai", *args], capture_output=True, text=True, timeout=60, env=env,
