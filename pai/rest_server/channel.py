@@ -29,9 +29,6 @@ class AgentChannels:
     def __init__(self) -> None:
         self._sockets: dict[str, set[web.WebSocketResponse]] = {}
 
-    def connected(self, node: str) -> bool:
-        return bool(self._sockets.get(node))
-
     async def poke(self, nodes: Iterable[str], reason: str = "changed") -> None:
         """Poke the agents of ``nodes`` that have a channel open, all at once; a slow or dead one is skipped."""
         text = json.dumps(Poke(reason).to_dict())
