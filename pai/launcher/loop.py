@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
+import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import ParamSpec, TypeVar
@@ -60,6 +62,7 @@ class LauncherLoop:
         self.tick_seconds = tick_seconds
         self.notify = notify
         self._wake = asyncio.Event()
+        self._checked = -math.inf
         self.passes = 0
 
     def wake(self) -> None:
@@ -73,7 +76,9 @@ class LauncherLoop:
                     await self._wake.wait()
             self._wake.clear()
             try:
-                await self.store.call(self.launcher.check_nodes)
+                if (now := time.monotonic()) - self._checked >= self.tick_seconds:  # silent nodes: once a tick
+                    self._checked = now
+                    await self.store.call(self.launcher.check_nodes)
                 await self.store.call(self.launcher.schedule_pass)
                 self.passes += 1
                 touched = await self.store.call(self.launcher.take_touched)

@@ -20,7 +20,6 @@ from pai.domain.jobspec import JobSpec
 from pai.domain.limits import JobLimits
 from pai.domain.node import Node, NodeState
 from pai.domain.resources import Resources
-from pai.domain.states import JobState
 from pai.domain.storage import Storage
 from pai.launcher import cluster, logs, storages
 from pai.launcher.access import require_owner_or_admin
@@ -44,6 +43,7 @@ from pai.launcher.lifecycle import (
 )
 from pai.launcher.logs import LogLocation
 from pai.launcher.reconcile import pending_starts, reconcile
+from pai.launcher.scheduling import FULL_PASS_SECONDS, Scheduling
 from pai.launcher.snapshot import (
     build_snapshot,
     drain_message,
@@ -68,7 +68,7 @@ from pai.store import jobs as store_jobs
 from pai.store import nodes as store_nodes
 from pai.store.db import Database
 from pai.store.records import TaskAttempt, User
-from pai.vc import Decision, schedule
+from pai.vc import Decision
 
 log = logging.getLogger("pai.launcher")
 
@@ -89,6 +89,7 @@ class LauncherConfig:
     node_timeout_seconds: float = 30.0
     fence_grace_seconds: float = 5.0  # how long a fenced task gets between SIGTERM and SIGKILL
     port_range: tuple[int, int] = (20000, 40000)
+    full_pass_seconds: float = FULL_PASS_SECONDS  # the scheduler's safety net: a pass rebuilt from the store
 
     @property
     def fence_window_seconds(self) -> float:
@@ -103,6 +104,12 @@ def _find_node(s: Session, name: str) -> Node | None:
         return store_nodes.get_node(s, name)
     except NoNodeError:
         return None
+
+
+def _capacity(node: Node) -> tuple[object, ...]:
+    """What the scheduler's view of a node is made of (a change means a full pass)."""
+    return (node.address, node.total, node.gpu_type, node.labels, node.state, node.schedulable(), node.failed_gpus,
+            node.port_range)
 
 
 def _new_id() -> str:
@@ -127,6 +134,7 @@ class Launcher:
         self._requeued: set[str] = set()  # LOST nodes whose attempts have been ended (until they come back)
         self._touched: set[str] = set()  # nodes whose tasks changed since take_touched (their agents are poked)
         self.accounts = Accounts(db, clock)
+        self.scheduling = Scheduling(self.config.full_pass_seconds)
 
     # ---- users' requests ----------------------------------------------------------------------
 
@@ -148,6 +156,7 @@ class Launcher:
                 owner = users.get_user(s, user) or User(name=user, admin=False)
                 job = replace(job, spec=storages.resolve(s, spec, owner))
             store_jobs.insert_job(s, job, config_text)
+            self.scheduling.changed(job.id)
             history.add_event(s, job.id, now, "submitted", f"submitted by {user} to VC {spec.virtual_cluster}", {})
         log.info("job submitted job=%s vc=%s tasks=%d", job.key, job.vc, len(job.tasks))
         return job
@@ -172,6 +181,7 @@ class Launcher:
                 raise InvalidParametersError(f"node {name} is LOST; it becomes READY when its agent reports",
                                              field="value")
             store_nodes.set_node_state(s, name, state)
+            self.scheduling.invalidate()
 
     def submission_rules(self) -> tuple[dict[str, int], JobLimits]:
         """The cluster's priority classes (OpenPAI's and the admin's) and job-size limits, to parse a spec."""
@@ -204,6 +214,7 @@ class Launcher:
             value = cluster.load(s).config.priority(priority_class)
             job = replace(job, spec=replace(job.spec, priority_class=priority_class, priority=value))
             store_jobs.save_job(s, job)
+            self.scheduling.changed(job.id)
             history.add_event(s, job.id, self.clock(), "priority-changed",
                               f"priority set to {priority_class} ({value}) by {by.name}",
                               {"priorityClass": priority_class, "priority": value, "by": by.name})
@@ -233,6 +244,8 @@ class Launcher:
                 problems=req.problems,
             )
             store_nodes.upsert_node(s, node, node.log_port)
+            if old is None or _capacity(old) != _capacity(node):
+                self.scheduling.invalidate()
             log.info("agent registered node=%s address=%s resources=%s", node.name, node.address,
                      node.total.describe())
             return self._sync_node(s, node.name, req.containers, now)
@@ -250,12 +263,14 @@ class Launcher:
                     log.warning("node health node=%s problems=%s", node.name, "; ".join(req.problems) or "none")
                 changed = replace(node, failed_gpus=failed, state=state, last_heartbeat=now, problems=req.problems)
                 store_nodes.upsert_node(s, changed, node.log_port)
+                if _capacity(changed) != _capacity(node):
+                    self.scheduling.invalidate()
             else:
                 store_nodes.touch_heartbeat(s, req.node, now)
             return self._sync_node(s, req.node, req.containers, now)
 
     def _sync_node(self, s: Session, node: str, reports: tuple[ContainerReport, ...], now: float) -> MasterReply:
-        jobs = store_jobs.active_jobs(s)
+        jobs = store_jobs.active_jobs_on(s, [node])  # what is on the node, not what is in the cluster
         expected = {a: jt for a, jt in live_attempts(jobs).items() if jt[1].node == node}
         plan = reconcile(reports, expected, now, self.config.grace_seconds)
         by_id = {j.id: j for j in jobs}
@@ -315,6 +330,7 @@ class Launcher:
                     if silent <= timeout:
                         continue
                     store_nodes.set_node_state(s, node.name, NodeState.LOST)
+                    self.scheduling.invalidate()
                     lost.append(node.name)
                     log.warning("node lost node=%s silent_for=%.1fs requeue_in=%.1fs", node.name, silent,
                                 timeout + window - silent)
@@ -325,7 +341,7 @@ class Launcher:
         return lost
 
     def _requeue_fenced(self, s: Session, fenced: dict[str, float], now: float) -> None:
-        for job in store_jobs.active_jobs(s):
+        for job in store_jobs.active_jobs_on(s, fenced):
             new = job
             for t in job.tasks:
                 if t.node in fenced and holds_resources(t) and t.attempt_id:
@@ -338,53 +354,73 @@ class Launcher:
                 log.warning("tasks of a lost node requeued job=%s nodes=%s", job.key, ",".join(sorted(fenced)))
         self._requeued.update(fenced)
 
-    def schedule_pass(self) -> Decision:
+    def schedule_pass(self, *, full: bool = False) -> Decision:
+        """One scheduling pass, in one transaction. Incremental (it looks at the jobs changed since the last pass,
+        see ``scheduling``) unless ``full`` is asked, the scheduler's view is stale or the periodic full pass is
+        due; a full pass rebuilds the view from every active job and node."""
         now = self.clock()
-        with self.db.session() as s:
-            nodes = store_nodes.list_nodes(s)
-            jobs = store_jobs.active_jobs(s)
-            clu = cluster.load(s)
-            held, held_reasons = hold_back(jobs, clu)
-            quotas = cluster.quotas(clu, cluster.cluster_total(nodes))
-            snapshot = build_snapshot(now, nodes, [j for j in jobs if j.key not in held], quotas, clu.config.scheduler)
-            decision = schedule(snapshot)
-            decision.waiting.update(held_reasons)
-            by_key = {j.key: j for j in jobs}
-            node_by_name = {n.name: n for n in nodes}
-            led = ledgers(nodes, [t for j in jobs for t in j.tasks if holds_resources(t)])
-            for adm in decision.admissions:
-                job = by_key[adm.job]
-                try:
-                    bindings = tuple(
-                        Bound(p.role, p.index, p.node, node_by_name[p.node].address,
-                              *bind_task(led[p.node], job.spec.role(p.role)))
-                        for p in adm.placements
-                    )
-                except BindingError as e:
-                    log.warning("admission skipped job=%s node=%s reason=%s", job.key, e.node, e.what)
-                    continue
-                job = self._apply(s, job, Admitted(now, bindings))
-                store_jobs.save_job(s, job)
-                by_key[job.key] = job
-                log.info("job admitted job=%s placements=%s", job.key,
-                         ",".join(f"{p.role}[{p.index}]@{p.node}" for p in adm.placements))
-            for pre in decision.preemptions:
-                victim = by_key[pre.victim]
-                victim = self._apply(s, victim, Preempted(now, pre.preemptor, pre.rule, pre.message))
-                store_jobs.save_job(s, victim)
-                by_key[victim.key] = victim
-                log.info("job preempted job=%s preemptor=%s rule=%s", pre.victim, pre.preemptor, pre.rule)
-            for victim in draining_victims(nodes, by_key.values()):
-                victim = self._apply(s, victim, Preempted(now, "node drain", "drain", drain_message(victim, nodes)))
-                store_jobs.save_job(s, victim)
-                by_key[victim.key] = victim
-                log.info("job moved off a draining node job=%s", victim.key)
-            for key, reason in decision.waiting.items():
-                job = by_key[key]
-                body = reason.to_dict()
-                if job.state is JobState.WAITING and job.waiting_reason != body:
-                    store_jobs.save_job(s, replace(job, waiting_reason=body))
+        sched = self.scheduling
+        try:
+            with self.db.session() as s:
+                clu = cluster.load(s)
+                if full or sched.needs_full(now, clu):
+                    nodes = store_nodes.list_nodes(s)
+                    jobs = store_jobs.active_jobs(s)
+                    held, held_reasons = hold_back(jobs, clu)
+                    quotas = cluster.quotas(clu, cluster.cluster_total(nodes))
+                    snapshot = build_snapshot(now, nodes, [j for j in jobs if j.key not in held], quotas,
+                                              clu.config.scheduler)
+                    sched.rebuild(snapshot, clu, held_reasons, jobs, now)
+                    decision = sched.run(now, full=True)
+                    by_key = {j.key: j for j in jobs}
+                else:
+                    sched.follow(store_jobs.get_jobs_by_id(s, sched.take_changed()))
+                    decision = sched.run(now)
+                    keys = [a.job for a in decision.admissions] + [p.victim for p in decision.preemptions]
+                    by_key = {j.key: j for j in store_jobs.get_jobs_by_id(s, [sched.ids[k] for k in keys])}
+                    nodes = None  # nodes start draining only through invalidate: the full pass moves their jobs
+                self._act(s, decision, by_key, nodes, now)
+                store_jobs.set_waiting_reasons(s, sched.reasons_to_store(decision))
+        except BaseException:
+            sched.invalidate()  # the pass's changes were rolled back: the scheduler's view is no longer the store's
+            raise
         return decision
+
+    def _act(self, s: Session, decision: Decision, by_key: dict[str, Job], nodes: list[Node] | None,
+             now: float) -> None:
+        """Bind and start the admitted jobs, stop the victims; with ``nodes`` (a full pass), also move the jobs off
+        draining nodes."""
+        placed = {p.node for a in decision.admissions for p in a.placements}
+        led = ledgers(store_nodes.get_nodes(s, placed), store_jobs.held_tasks_on(s, placed)) if placed else {}
+        told: list[Job] = []
+        for adm in decision.admissions:
+            job = by_key[adm.job]
+            try:
+                bindings = tuple(
+                    Bound(p.role, p.index, p.node, led[p.node].node.address,
+                          *bind_task(led[p.node], job.spec.role(p.role)))
+                    for p in adm.placements
+                )
+            except BindingError as e:
+                log.warning("admission skipped job=%s node=%s reason=%s", job.key, e.node, e.what)
+                self.scheduling.changed(job.id)  # the scheduler counts it as started: the next pass corrects that
+                continue
+            by_key[job.key] = job = self._apply(s, job, Admitted(now, bindings))
+            store_jobs.save_job(s, job)
+            told.append(job)
+            log.info("job admitted job=%s placements=%s", job.key,
+                     ",".join(f"{p.role}[{p.index}]@{p.node}" for p in adm.placements))
+        for pre in decision.preemptions:
+            by_key[pre.victim] = victim = self._apply(s, by_key[pre.victim],
+                                                      Preempted(now, pre.preemptor, pre.rule, pre.message))
+            store_jobs.save_job(s, victim)
+            told.append(victim)
+            log.info("job preempted job=%s preemptor=%s rule=%s", pre.victim, pre.preemptor, pre.rule)
+        self.scheduling.settled(told)
+        for victim in draining_victims(nodes or [], by_key.values()):
+            victim = self._apply(s, victim, Preempted(now, "node drain", "drain", drain_message(victim, nodes or [])))
+            store_jobs.save_job(s, victim)
+            log.info("job moved off a draining node job=%s", victim.key)
 
     def take_touched(self) -> set[str]:
         """The nodes with a task that changed (bound, stopping, ended) since the last call: their agents have
@@ -394,6 +430,7 @@ class Launcher:
 
     def _apply(self, s: Session, job: Job, event: Event) -> Job:
         new, cmds = on_event(job, event, self.ids)
+        self.scheduling.changed(new.id)
         for old_task, new_task in zip(job.tasks, new.tasks, strict=False):
             if old_task != new_task:
                 self._touched.update(n for n in (old_task.node, new_task.node) if n)

@@ -58,6 +58,27 @@ def hold_back(jobs: Iterable[Job], clu: Cluster) -> tuple[set[str], dict[str, Wa
     return held, reasons
 
 
+def as_pending(job: Job) -> PendingJob:
+    """A WAITING job as the scheduler sees it."""
+    return PendingJob(key=job.key, vc=job.vc, user=job.user, priority=job.spec.priority,
+                      submitted_at=job.submitted_at, tasks=tuple(_request(job, t) for t in job.tasks))
+
+
+def as_running(job: Job) -> RunningJob | None:
+    """A RUNNING or STOPPING job as the scheduler sees it: what its tasks hold, and whether it is leaving (being
+    stopped, or its tasks preempted); None when no task holds anything."""
+    held = [t for t in job.tasks if holds_resources(t)]
+    if not held:
+        return None
+    preempting = job.state is JobState.STOPPING or any(
+        t.state is TaskState.STOPPING and t.exit_code == PlatformExit.PREEMPTED for t in held
+    )
+    return RunningJob(key=job.key, vc=job.vc, user=job.user, priority=job.spec.priority,
+                      started_at=job.started_at or job.submitted_at,
+                      tasks=tuple((_request(job, t), t.node or "") for t in held),
+                      preempting=preempting, preempted_by=job.preempted_by or "")
+
+
 def build_snapshot(
     now: float,
     nodes: Iterable[Node],
@@ -73,38 +94,15 @@ def build_snapshot(
     pending: list[PendingJob] = []
     for job in jobs:
         if job.state is JobState.WAITING:
-            pending.append(
-                PendingJob(
-                    key=job.key,
-                    vc=job.vc,
-                    user=job.user,
-                    priority=job.spec.priority,
-                    submitted_at=job.submitted_at,
-                    tasks=tuple(_request(job, t) for t in job.tasks),
-                )
-            )
+            pending.append(as_pending(job))
             continue
-        held = [t for t in job.tasks if holds_resources(t)]
-        if not held:
+        form = as_running(job)
+        if form is None:
             continue
-        for t in held:
-            if t.node in ports_used:
+        for t in job.tasks:
+            if holds_resources(t) and t.node in ports_used:
                 ports_used[t.node] += sum(len(p) for p in t.ports.values())
-        preempting = job.state is JobState.STOPPING or any(
-            t.state is TaskState.STOPPING and t.exit_code == PlatformExit.PREEMPTED for t in held
-        )
-        running.append(
-            RunningJob(
-                key=job.key,
-                vc=job.vc,
-                user=job.user,
-                priority=job.spec.priority,
-                started_at=job.started_at or job.submitted_at,
-                tasks=tuple((_request(job, t), t.node or "") for t in held),
-                preempting=preempting,
-                preempted_by=job.preempted_by or "",
-            )
-        )
+        running.append(form)
     views = tuple(
         NodeView(
             name=n.name,

@@ -7,15 +7,16 @@ Attempt history and events live in ``pai.store.history`` and are re-exported her
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from typing import Any, cast
 
-from sqlalchemy import Select, select
+from sqlalchemy import Select, Table, bindparam, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
 from pai.domain.errors import ConflictJobError, NoJobError
-from pai.domain.job import Job
-from pai.domain.states import JobState
+from pai.domain.job import Job, Task
+from pai.domain.states import JobState, TaskState
 from pai.store.codec import spec_from_dict, spec_to_dict, task_from_row, task_to_row, update_task_row
 from pai.store.history import add_event, finish_attempt, list_attempts, list_events, record_attempt
 from pai.store.schema import JobRow, TaskRow
@@ -23,21 +24,26 @@ from pai.store.schema import JobRow, TaskRow
 __all__ = [
     "ACTIVE_STATES",
     "active_jobs",
+    "active_jobs_on",
     "add_event",
     "finish_attempt",
     "get_config_text",
     "get_job",
     "get_job_by_id",
+    "get_jobs_by_id",
+    "held_tasks_on",
     "insert_job",
     "list_attempts",
     "list_events",
     "record_attempt",
     "save_job",
     "save_jobs",
+    "set_waiting_reasons",
     "split_key",
 ]
 
 ACTIVE_STATES = (JobState.WAITING, JobState.RUNNING, JobState.STOPPING)
+HOLDING = (TaskState.WAITING, TaskState.RUNNING, TaskState.STOPPING)  # a placed task in these holds its node's room
 
 
 def split_key(key: str) -> tuple[str, str]:
@@ -130,6 +136,45 @@ def active_jobs(s: Session) -> list[Job]:
     """Every WAITING, RUNNING or STOPPING job, oldest submission first."""
     query = _select_jobs().where(JobRow.state.in_([st.value for st in ACTIVE_STATES]))
     return [_to_job(row) for row in s.scalars(query.order_by(JobRow.submitted_at, JobRow.id))]
+
+
+def active_jobs_on(s: Session, nodes: Collection[str]) -> list[Job]:
+    """The WAITING, RUNNING or STOPPING jobs with a task on one of ``nodes`` (through the index on
+    ``tasks.node``), oldest submission first: what a node's heartbeat or a lost node's requeue looks at."""
+    if not nodes:
+        return []
+    on = select(TaskRow.job_id).where(TaskRow.node.in_(list(nodes)))
+    query = _select_jobs().where(JobRow.id.in_(on), JobRow.state.in_([st.value for st in ACTIVE_STATES]))
+    return [_to_job(row) for row in s.scalars(query.order_by(JobRow.submitted_at, JobRow.id))]
+
+
+def get_jobs_by_id(s: Session, ids: Collection[str]) -> list[Job]:
+    """The jobs of ``ids`` that exist (a deleted id is left out), in no particular order."""
+    if not ids:
+        return []
+    return [_to_job(row) for row in s.scalars(_select_jobs().where(JobRow.id.in_(list(ids))))]
+
+
+def held_tasks_on(s: Session, nodes: Collection[str]) -> list[Task]:
+    """The tasks of active jobs placed on one of ``nodes`` that hold resources there (waiting for their start,
+    running, stopping): the ports and GPUs a new placement must not take."""
+    query = (select(TaskRow).join(JobRow, JobRow.id == TaskRow.job_id)
+             .where(TaskRow.node.in_(list(nodes)), TaskRow.state.in_([st.value for st in HOLDING]),
+                    JobRow.state.in_([st.value for st in ACTIVE_STATES])))
+    return [task_from_row(row) for row in s.scalars(query)]
+
+
+def set_waiting_reasons(s: Session, reasons: dict[str, dict[str, Any]]) -> None:
+    """Store why each job of ``reasons`` (id -> reason) waits, in one statement; a job no longer WAITING keeps
+    what it has."""
+    if not reasons:
+        return
+    table = cast(Table, JobRow.__table__)
+    s.connection().execute(
+        update(table).where(table.c.id == bindparam("job_id"), table.c.state == JobState.WAITING.value)
+        .values(waiting_reason=bindparam("reason")),
+        [{"job_id": k, "reason": v} for k, v in reasons.items()],
+    )
 
 
 def save_job(s: Session, job: Job) -> None:

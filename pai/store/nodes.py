@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -35,6 +37,12 @@ def upsert_node(s: Session, node: Node, log_port: int | None = None) -> None:
 
 def list_nodes(s: Session) -> list[Node]:
     return [node_from_row(row) for row in s.scalars(select(NodeRow).order_by(NodeRow.name))]
+
+
+def get_nodes(s: Session, names: Collection[str]) -> list[Node]:
+    """The nodes of ``names`` that exist."""
+    query = select(NodeRow).where(NodeRow.name.in_(list(names))).order_by(NodeRow.name)
+    return [node_from_row(row) for row in s.scalars(query)]
 
 
 def get_node(s: Session, name: str) -> Node:

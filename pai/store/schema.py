@@ -87,7 +87,7 @@ class JobRow(Base):
 
 class TaskRow(Base):
     __tablename__ = "tasks"
-    __table_args__ = (Index(None, "job_id"),)
+    __table_args__ = (Index(None, "job_id"), Index(None, "node"))
 
     job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
     role: Mapped[str] = mapped_column(primary_key=True)

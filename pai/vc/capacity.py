@@ -42,6 +42,7 @@ class NodePool:
         for i in range(len(nodes)):
             if self.open[i]:
                 self._buckets[self.gpu_type[i]][self._level(self.free_gpu[i])][i] = None
+        self._unordered: set[tuple[str | None, int]] = set()  # buckets a node joined since ``in_order``
 
     def _level(self, free_gpu: int) -> int:
         return min(max(free_gpu, 0), self.max_gpu)
@@ -68,6 +69,16 @@ class NodePool:
             buckets = self._buckets[self.gpu_type[i]]
             del buckets[a][i]
             buckets[b][i] = None
+            self._unordered.add((self.gpu_type[i], b))
+
+    def in_order(self) -> None:
+        """Put every bucket a node joined back in node order, as a new pool has them: ties between equally full
+        nodes are then broken the same way whatever happened before (an incremental pass decides what a full
+        pass on the same state decides). Costs the buckets touched since the last call."""
+        for t, level in self._unordered:
+            bucket = self._buckets[t][level]
+            self._buckets[t][level] = dict.fromkeys(sorted(bucket))
+        self._unordered.clear()
 
     def close(self, i: int) -> None:
         """No new work on node ``i`` (whole-node tasks, exclusive jobs)."""
@@ -78,7 +89,9 @@ class NodePool:
     def reopen(self, i: int) -> None:
         if not self.open[i] and self._schedulable[i]:
             self.open[i] = True
-            self._buckets[self.gpu_type[i]][self._level(self.free_gpu[i])][i] = None
+            level = self._level(self.free_gpu[i])
+            self._buckets[self.gpu_type[i]][level][i] = None
+            self._unordered.add((self.gpu_type[i], level))
 
     # ---- queries -------------------------------------------------------------------------------------------
 

@@ -2,7 +2,8 @@
 
 The first pass is exactly ``schedule(snapshot)``. After each pass the scheduler assumes the launcher acts on the
 Decision (admitted jobs start at the pass's ``now``, victims are being stopped); the launcher reports everything
-else as events: ``submit``, ``cancel``, ``finished`` (a running job exited, victims included). A pass then
+else as events: ``submit``, ``cancel``, ``finished`` (a running job exited, victims included), ``changed`` (a
+running job no pass admitted, or whose holdings changed: a task ended, the job is being stopped). A pass then
 skips what a full pass spends its time on: building node capacity, VC usage and victim indexes, the shapes of
 pending jobs, and preemption searches that found no allowed victims (retried once a job of the preemptor's VC
 finishes, or at the next full pass). Run ``schedule(snapshot)`` now and then (say every minute) as the
@@ -11,11 +12,12 @@ reference; an incremental pass may postpone a preemption that only jobs started 
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import replace
 
-from pai.domain.resources import Resources
+from pai.vc.reasons import WaitCode
 from pai.vc.round import Memo, Round
-from pai.vc.snapshot import Decision, PendingJob, RunningJob, Snapshot, WaitingReason
+from pai.vc.snapshot import Decision, PendingJob, RunningJob, Snapshot, TaskRequest, WaitingReason
 from pai.vc.state import State
 
 
@@ -24,9 +26,12 @@ class IncrementalScheduler:
         self.state = State(snapshot)
         self.pending: dict[str, PendingJob] = {j.key: j for j in snapshot.pending}
         self._no_plan: dict[Memo, WaitingReason | None] = {}
-        self._requests: dict[Memo, Resources] = {}  # the gang request behind each kept search result
         self._waiting: dict[str, WaitingReason] = {}  # reasons of the last pass, for jobs it did not plan
         self._freed = True  # capacity or claims freed since the last pass: every waiting job is reconsidered
+        # When running jobs' minimum run time ends (they become victims a search may take): (time, key)
+        self._protected: list[tuple[float, str]] = []
+        for job in snapshot.running:
+            self._protect(job)
 
     @property
     def running(self) -> dict[str, RunningJob]:
@@ -40,23 +45,49 @@ class IncrementalScheduler:
         self.pending.pop(key, None)
         self.state.gangs.pop(key, None)
         self._freed = True
+        self._no_plan = {}  # what it planned to take (victims, capacity leaving) may serve a search that found none
 
     def finished(self, key: str) -> None:
-        """A running job exited (victims included): its capacity is free."""
-        job = self.state.finished(key)
-        if job is None:
+        """A running job exited (victims included): its capacity is free, and so are the claims that kept other
+        jobs' searches from finding room (a job planned there may now start elsewhere)."""
+        if self.state.finished(key) is not None:
+            self._freed = True
+            self._no_plan = {}
+
+    def _protect(self, job: RunningJob) -> None:
+        if self.state.cfg.min_run_seconds > 0:
+            heapq.heappush(self._protected, (job.started_at + self.state.cfg.min_run_seconds, job.key))
+
+    def _unprotect(self, now: float) -> None:
+        """Jobs whose minimum run time has ended since the last pass may now be preempted: searches that found no
+        allowed victims are retried, and every waiting job is reconsidered."""
+        ended = False
+        while self._protected and self._protected[0][0] <= now:
+            heapq.heappop(self._protected)
+            ended = True
+        if ended:
+            self._no_plan = {}
+            self._freed = True
+
+    def changed(self, job: RunningJob) -> None:
+        """A running job as the launcher has it now: one no pass admitted (restarted elsewhere, followed from the
+        store) is counted; a known one whose holdings or leaving changed is finished and counted anew; one that
+        differs only in its record (start time, the job it leaves for) is replaced."""
+        old = self.state.index.jobs.get(job.key)
+        if old == job:
             return
-        self._freed = True
-        ledger = self.state.vcs.get(job.vc)
-        if ledger is None or job.preempting:  # a victim that was already counted as leaving changes nothing
+        if old is not None and old.preempting == job.preempting and _holdings(old) == _holdings(job):
+            self.state.replaced(job)
             return
-        # Its VC uses less: a search of that VC that found no allowed victims is retried only if the job may
-        # now reclaim (its VC falls within its guarantee with the job where it did not before).
-        self._no_plan = {
-            k: v for k, v in self._no_plan.items()
-            if k[0] != job.vc or k not in self._requests
-            or ledger.within_guarantee(self._requests[k] + job.request) == ledger.within_guarantee(self._requests[k])
-        }
+        if old is not None:
+            self.finished(job.key)
+        self.pending.pop(job.key, None)
+        self.state.gangs.pop(job.key, None)
+        self.state.added(job)
+        self._protect(job)
+        if job.preempting:  # leaving for nobody waiting: a search that found nothing may plan behind it now
+            self._no_plan = {}
+            self._freed = True
 
     def schedule(self, now: float, *, full: bool = False) -> Decision:
         """One pass. Only arrivals since the last pass: only the new jobs (and jobs waiting for their victims)
@@ -64,7 +95,8 @@ class IncrementalScheduler:
         every job and retry every victim search, like ``schedule(snapshot)``."""
         if full:
             self._no_plan = {}
-            self._requests = {}
+        self.state.pool.in_order()
+        self._unprotect(now)
         known = None if full or self._freed else {k: v for k, v in self._waiting.items() if k in self.pending}
         r = Round(self.state, self.pending.values(), now, self._no_plan, known)
         decision = r.run()
@@ -72,16 +104,30 @@ class IncrementalScheduler:
         for job, taken in r.admitted:
             tasks = {(t.role, t.index): t for t in job.tasks}
             placed = tuple((tasks[(t.need.role, t.need.index)], self.state.pool.names[t.node]) for t in taken)
-            self.state.started(RunningJob(job.key, job.vc, job.user, job.priority, now, placed))
+            started = RunningJob(job.key, job.vc, job.user, job.priority, now, placed)
+            self.state.started(started)
+            self._protect(started)
             del self.pending[job.key]
             self.state.gangs.pop(job.key, None)
         for p in decision.preemptions:
             victim = self.state.index.jobs[p.victim]
             self.state.preempting(replace(victim, preempting=True, preempted_by=p.preemptor))
+        if decision.planned:
+            # Jobs planned behind preemptions held capacity for this pass only; the next pass may plan otherwise,
+            # so what failed here for want of that capacity is tried again: every job, every search.
+            self._no_plan = {}
+            self._waiting = {}
+            self._freed = True
+            return decision
         # only "no allowed victims" outlives the pass; a budget that ran out is renewed every pass
         kept = {k: v for k, v in r.failed_searches().items() if v is None}
         self._no_plan.update(kept)
-        self._requests.update((k, r.searched[k]) for k in kept if k in r.searched)
-        self._waiting = {k: v for k, v in decision.waiting.items() if k not in decision.planned}
+        # a job whose preemption this pass's budget deferred is reconsidered next pass, as a full pass would
+        self._waiting = {k: v for k, v in decision.waiting.items() if v.code != WaitCode.PREEMPTION_DEFERRED}
         self._freed = False
         return decision
+
+
+def _holdings(job: RunningJob) -> list[tuple[TaskRequest, str]]:
+    """What a running job holds where, in one order whatever the order its tasks were listed in."""
+    return sorted(job.tasks, key=lambda tn: (tn[0].role, tn[0].index, tn[1]))

@@ -34,7 +34,6 @@ class Round:
         self.now = now
         self._borrowing_vcs: set[str] | None = None  # computed on first use in a pass
         self._hints: dict[tuple[object, ...], WaitingReason] = {}  # worded reasons, by what they depend on
-        self.searched: dict[Memo, Resources] = {}  # the request of every victim search of this pass
         self.pending = list(pending)
         self.pool = state.pool
         self.total = state.total
@@ -200,7 +199,6 @@ class Round:
                 return self._no_plan[memo]
             if memo in self.no_plan_kept:
                 return self.no_plan_kept[memo]
-        self.searched[memo] = gang.request
         plan = self.planner.plan(job, gang, vc, self.pending_keys)
         if plan is None:
             result = waiting_for_victims(len(own), None) if own else None

@@ -66,8 +66,8 @@ class State:
         return self.cfg.whole_nodes_for_multi_node_gpu and sum(1 for t, _ in job.tasks if t.resources.gpu) >= 2
 
     def _count(self, job: RunningJob, *, on_nodes: bool) -> None:
-        """Add a running job's usage; ``on_nodes``: also take its resources on the nodes (NodeView.used of a
-        snapshot already has them)."""
+        """Add a running job's usage; ``on_nodes``: also take its resources and ports on the nodes (NodeView.used
+        and free_ports of a snapshot already have them)."""
         exclusive = self.exclusive(job)
         for task, node in job.tasks:
             i = self.pool.index.get(node)
@@ -75,7 +75,9 @@ class State:
                 continue
             if on_nodes:
                 r = task.resources
-                self.pool.take(i, r.gpu, r.cpu, r.memory_mb, 0)
+                self.pool.take(i, r.gpu, r.cpu, r.memory_mb, task.ports)
+                if self.nodes[i].schedulable:
+                    self.used_all = self.used_all + r
             else:
                 self.pool.tasks_on[i] += 1
             if exclusive:
@@ -96,6 +98,16 @@ class State:
             for _, node in job.tasks:
                 i = self.pool.index[node]
                 self.exclusive_tasks[i] = self.exclusive_tasks.get(i, 0) + 1
+
+    def added(self, job: RunningJob) -> None:
+        """A job runs that no pass admitted (the launcher followed it from the store): take what it holds."""
+        self._count(job, on_nodes=True)
+        self.index.add(job)
+
+    def replaced(self, job: RunningJob) -> None:
+        """A running job's record changed (its start time, say), not what it holds nor whether it is leaving."""
+        self.index.remove(job.key)
+        self.index.add(job)
 
     def preempting(self, job: RunningJob) -> None:
         """A victim chosen by a pass is being stopped (its VC already counts it as leaving)."""

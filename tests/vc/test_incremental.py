@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pai.domain.resources import ZERO, Resources
-from pai.vc import Snapshot, schedule
+from pai.vc import Decision, Snapshot, schedule
 from pai.vc.incremental import IncrementalScheduler
 from pai.vc.state import State
 from tests.vc.test_properties import _check, snapshots
@@ -116,3 +116,34 @@ def test_a_finish_that_cannot_change_what_a_vc_may_reclaim_keeps_its_searches() 
     assert not d.preemptions
     rebuilt = schedule(replace(_equivalent(s, inc), now=101))
     assert not rebuilt.preemptions
+
+
+def _decided(d: Decision) -> tuple[object, ...]:
+    """What a pass decides: who starts where, who is preempted for whom."""
+    return (sorted((a.job, sorted((p.role, p.index, p.node) for p in a.placements)) for a in d.admissions),
+            sorted((p.victim, p.preemptor) for p in d.preemptions))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(snapshots(), st.data())
+def test_incremental_passes_decide_what_full_passes_decide(s: Snapshot, data: st.DataObject) -> None:
+    """On random workloads and events (jobs finish, are withdrawn, arrive; a running job is stopped), every
+    incremental pass admits and preempts exactly what ``schedule`` decides from a snapshot rebuilt at that moment."""
+    inc = IncrementalScheduler(s)
+    assert _decided(inc.schedule(s.now)) == _decided(schedule(s))
+    now = s.now
+    for step in range(data.draw(st.integers(1, 5))):
+        now += data.draw(st.sampled_from([1, 10, 1000]))
+        keys = sorted(inc.running)
+        for key in data.draw(st.lists(st.sampled_from(keys), unique=True, max_size=3)) if keys else []:
+            inc.finished(key)
+        if inc.pending and data.draw(st.booleans()):
+            inc.cancel(data.draw(st.sampled_from(sorted(inc.pending))))
+        keys = sorted(k for k, r in inc.running.items() if not r.preempting)
+        if keys and data.draw(st.booleans()):  # a user stops a running job: it is leaving
+            inc.changed(replace(inc.running[data.draw(st.sampled_from(keys))], preempting=True))
+        for k in range(data.draw(st.integers(0, 3))) if s.pending else []:
+            inc.submit(replace(data.draw(st.sampled_from(s.pending)), key=f"new{step}.{k}", submitted_at=now))
+        reference = schedule(replace(_equivalent(s, inc), now=now))
+        got = inc.schedule(now)
+        assert _decided(got) == _decided(reference), (step, got, reference, s.running)

@@ -1,0 +1,135 @@
+"""The production scheduling path: one ``IncrementalScheduler`` kept between passes, fed with what changed.
+
+Every change to a job goes through the launcher on the writer thread, which marks the job (``changed``). A pass
+loads the marked jobs, and only those, hands their new form to the scheduler (``follow``: submitted, requeued,
+withdrawn, a task ended, being stopped, priority changed) and runs one incremental pass: its cost is what
+changed, not the number of jobs in the cluster. What the scheduler does not follow piece by piece sets it
+``stale``, and the next pass is a full one, rebuilt from the store exactly as ``schedule(snapshot)``: a node that
+joins, is lost, cordoned, drained, uncordoned or changes its GPUs (the launcher calls ``invalidate``), and any
+change of the VCs or the scheduler settings (the pass compares the cluster configuration, a few rows, every
+time). A full pass also runs every ``full_pass_seconds`` as the safety net (and the reference for the few
+preemptions an incremental pass may postpone; see ``pai.vc.incremental``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pai.domain.job import Job
+from pai.domain.states import JobState
+from pai.launcher.cluster import Cluster
+from pai.launcher.snapshot import as_pending, as_running, hold_back
+from pai.vc import Decision, IncrementalScheduler, Snapshot, WaitingReason
+
+FULL_PASS_SECONDS = 60.0
+
+
+@dataclass
+class Scheduling:
+    full_pass_seconds: float = FULL_PASS_SECONDS
+    inc: IncrementalScheduler | None = None
+    clu: Cluster | None = None
+    ids: dict[str, str] = field(default_factory=dict)  # job key -> id, of the active jobs the scheduler knows
+    stored: dict[str, dict[str, Any] | None] = field(default_factory=dict)  # job key -> its stored waiting reason
+    held: dict[str, WaitingReason] = field(default_factory=dict)  # waiting jobs of a stopped or missing VC
+    full_passes: int = 0
+    passes: int = 0
+    _dirty: set[str] = field(default_factory=set)  # ids of jobs changed since the last pass
+    _stale: bool = True
+    _last_full: float = -math.inf
+
+    def changed(self, job_id: str) -> None:
+        """A job was submitted or changed: the next pass looks at it again."""
+        self._dirty.add(job_id)
+
+    def invalidate(self) -> None:
+        """Something the scheduler does not follow changed (a node): the next pass is a full one."""
+        self._stale = True
+
+    def needs_full(self, now: float, clu: Cluster) -> bool:
+        return (self._stale or self.inc is None or clu != self.clu
+                or now - self._last_full >= self.full_pass_seconds)
+
+    def rebuild(self, snapshot: Snapshot, clu: Cluster, held: dict[str, WaitingReason], jobs: Iterable[Job],
+                now: float) -> None:
+        """Start over from a full snapshot of the store (``jobs``: every active job)."""
+        self.inc = IncrementalScheduler(snapshot)
+        self.clu = clu
+        self.held = dict(held)
+        self.ids = {}
+        self.stored = {}
+        for job in jobs:
+            self.ids[job.key] = job.id
+            if job.state is JobState.WAITING:
+                self.stored[job.key] = job.waiting_reason
+        self._dirty.clear()
+        self._stale = False
+        self._last_full = now
+        self.full_passes += 1
+
+    def take_changed(self) -> set[str]:
+        dirty, self._dirty = self._dirty, set()
+        return dirty
+
+    def settled(self, jobs: Iterable[Job]) -> None:
+        """The pass itself changed these jobs as its decision said (admitted, preempted): the scheduler already
+        holds their new form."""
+        for job in jobs:
+            self._dirty.discard(job.id)
+            if job.state is not JobState.WAITING:
+                self.stored.pop(job.key, None)
+
+    def follow(self, jobs: Iterable[Job]) -> None:
+        """Hand the scheduler the current form of each changed job."""
+        inc, clu = self.inc, self.clu
+        assert inc is not None and clu is not None
+        for job in jobs:
+            key = job.key
+            self.held.pop(key, None)
+            if job.state is JobState.WAITING:
+                self.ids[key] = job.id
+                self.stored[key] = job.waiting_reason
+                held, reasons = hold_back([job], clu)
+                if held:
+                    self.held.update(reasons)
+                    self._drop(inc, key)
+                elif inc.pending.get(key) != (pending := as_pending(job)):
+                    self._drop(inc, key)
+                    inc.submit(pending)
+                continue
+            self.stored.pop(key, None)
+            running = as_running(job) if not job.state.is_terminal() else None
+            if running is None:
+                self._drop(inc, key)
+                self.ids.pop(key, None)
+            else:
+                self.ids[key] = job.id
+                inc.changed(running)
+
+    @staticmethod
+    def _drop(inc: IncrementalScheduler, key: str) -> None:
+        if key in inc.pending:
+            inc.cancel(key)
+        elif key in inc.running:
+            inc.finished(key)
+
+    def run(self, now: float, *, full: bool = False) -> Decision:
+        """One pass; the jobs held back wait with their reasons."""
+        assert self.inc is not None
+        decision = self.inc.schedule(now, full=full)
+        decision.waiting.update(self.held)
+        self.passes += 1
+        return decision
+
+    def reasons_to_store(self, decision: Decision) -> dict[str, dict[str, Any]]:
+        """Job id -> waiting reason, for the waiting jobs whose reason differs from the stored one."""
+        out: dict[str, dict[str, Any]] = {}
+        for key, reason in decision.waiting.items():
+            body = reason.to_dict()
+            if key in self.stored and self.stored[key] != body:
+                self.stored[key] = body
+                out[self.ids[key]] = body
+        return out
