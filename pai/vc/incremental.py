@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from pai.vc.reasons import WaitCode
 from pai.vc.round import Memo, Round
-from pai.vc.snapshot import Decision, PendingJob, RunningJob, Snapshot, TaskRequest, WaitingReason
+from pai.vc.snapshot import Admission, Decision, PendingJob, RunningJob, Snapshot, TaskRequest, WaitingReason
 from pai.vc.state import State
 
 
@@ -28,6 +28,7 @@ class IncrementalScheduler:
         self._no_plan: dict[Memo, WaitingReason | None] = {}
         self._waiting: dict[str, WaitingReason] = {}  # reasons of the last pass, for jobs it did not plan
         self._freed = True  # capacity or claims freed since the last pass: every waiting job is reconsidered
+        self._planned: dict[str, Admission] = {}  # the jobs the last pass planned behind preemptions, and where
         # When running jobs' minimum run time ends (they become victims a search may take): (time, key)
         self._protected: list[tuple[float, str]] = []
         for job in snapshot.running:
@@ -112,9 +113,10 @@ class IncrementalScheduler:
         for p in decision.preemptions:
             victim = self.state.index.jobs[p.victim]
             self.state.preempting(replace(victim, preempting=True, preempted_by=p.preemptor))
-        if decision.planned:
-            # Jobs planned behind preemptions held capacity for this pass only; the next pass may plan otherwise,
-            # so what failed here for want of that capacity is tried again: every job, every search.
+        planned, self._planned = self._planned, decision.planned
+        if decision.planned != planned:
+            # Jobs planned behind preemptions hold capacity for one pass; this pass held other capacity than the
+            # last one, so what failed for want of capacity is tried again next pass: every job, every search.
             self._no_plan = {}
             self._waiting = {}
             self._freed = True
