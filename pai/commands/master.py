@@ -35,9 +35,11 @@ from pai.store.db import default_data_dir
               help="Largest request body accepted (a job spec); larger ones get 413.")
 @click.option("--fence-grace", default=5.0, show_default=True, type=float,
               help="How long a fenced task (its agent lost the master) gets between SIGTERM and SIGKILL.")
+@click.option("--full-pass-seconds", default=60.0, show_default=True, type=click.FloatRange(min=0.1),
+              help="How often the scheduler rebuilds its view from the store (passes in between are incremental).")
 def master(host: str, port: int, data_dir: Path | None, database_url: str | None, grace_seconds: float,
            node_timeout: float, vc_config: Path | None, heartbeat: float, max_body_mb: int,
-           fence_grace: float) -> None:
+           fence_grace: float, full_pass_seconds: float) -> None:
     """Run the master: REST API, scheduler loop and store."""
     setup_logging("master")
     if vc_config is not None:
@@ -54,7 +56,7 @@ def master(host: str, port: int, data_dir: Path | None, database_url: str | None
         max_body_bytes=max_body_mb * 1024 * 1024,
         launcher=LauncherConfig(
             grace_seconds=grace_seconds, node_timeout_seconds=node_timeout, heartbeat_seconds=heartbeat,
-            fence_grace_seconds=fence_grace,
+            fence_grace_seconds=fence_grace, full_pass_seconds=full_pass_seconds,
         ),
     )
     try:

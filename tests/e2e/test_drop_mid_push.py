@@ -103,7 +103,7 @@ class Agent:
     def __init__(self, master: Master, tmp: Path) -> None:
         self.args = [sys.executable, "-m", "pai", "agent", "--master", master.url, "--name", "n1", "--address",
                      "127.0.0.2", "--cpus", "2", "--memory-mb", "2048", "--gpus", "0", "--work-dir", str(tmp / "n1"),
-                     "--runtime", "process"]
+                     "--runtime", "process", "--kill-on-exit"]
         self.env = {**os.environ, "PAI_AGENT_TOKEN": AGENT_TOKEN}
         self.log = tmp / "agent.log"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -181,6 +181,6 @@ async def test_an_agent_killed_between_decision_and_push_runs_exactly_what_the_m
         await eventually("its process gone", lambda: asyncio.sleep(0, not processes_with(marker)))
         assert starts.read_text().splitlines() == ["started"]  # started once, never again
     finally:
-        agent.stop()
+        agent.stop()  # with --kill-on-exit it releases its lease: its fence watchdog exits too
         for pid in processes_with(marker):
             os.kill(pid, 9)
