@@ -1,4 +1,4 @@
-"""API list benchmark: ``python bench/api_lists.py [--backend sqlite|postgresql] [--jobs N] [--seconds S]``.
+"""API list benchmark: ``python bench/api_lists.py [--backend sqlite|postgresql] [--jobs N] [--seconds S] [--burst B]``.
 
 Stores N finished 1-task jobs (default 100,000; 100 users, 5 VCs) through the store layer in batches (on
 PostgreSQL then VACUUM ANALYZE, as autovacuum would after such a load), then starts the real master
@@ -12,14 +12,23 @@ over up to S seconds (at least 3 and at most 200 requests):
   detail            GET /api/v2/jobs/{user}~{job} of random jobs
   master RSS        the child's resident memory now and at its peak (VmRSS, VmHWM from /proc)
 
+Then, unless ``--burst 0``, the lists under load: one thread GETs the default list and the paged list
+(limit 20, withTotalCount) in turn, first for S seconds with the master otherwise idle, then while B small
+1-task jobs (default 1,000) are POSTed by 16 threads (``--burst-concurrency``); no agent is registered, so the
+jobs wait, each one a submission and a scheduling pass. Printed: both lists' p50/p99 idle and during the burst,
+with the ratio of the p99s, and the burst's submissions/s and POST p50/p99. Each thread keeps one HTTP
+connection (http.client), so the idle baseline is taken by the same client as the burst figures.
+
 A request is timed until its whole body is read. Figures, not assertions. Targets (issue 10): default list
-p99 <= 500 ms, paged list and every filter p99 <= 50 ms, detail p99 <= 20 ms, master RSS <= 500 MB.
+p99 <= 500 ms, paged list and every filter p99 <= 50 ms, detail p99 <= 20 ms, master RSS <= 500 MB; during a
+burst of submissions, the list p99 <= 2x idle.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import http.client
 import json
 import multiprocessing
 import random
@@ -27,7 +36,9 @@ import socket
 import statistics
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -166,7 +177,8 @@ async def measure(http: aiohttp.ClientSession, base: str, paths: list[str], seco
     return times, note
 
 
-async def client(base: str, pid: int, keys: list[str], seconds: float, jobs: int) -> None:
+async def client(base: str, pid: int, keys: list[str], seconds: float, jobs: int) -> str:
+    """The idle figures; returns the admin's token."""
     async with aiohttp.ClientSession() as http:
         for _ in range(600):
             try:
@@ -201,6 +213,105 @@ async def client(base: str, pid: int, keys: list[str], seconds: float, jobs: int
             print(figure(name, times, note), flush=True)
     now, peak = rss_mb(pid)
     print(f"{'master RSS at the end / peak':<30} {now:8.1f} MB / {peak:.1f} MB")
+    return str(token)
+
+
+class Connection:
+    """One keep-alive HTTP connection to the master, for one thread."""
+
+    def __init__(self, base: str, token: str) -> None:
+        host, port = base.removeprefix("http://").rsplit(":", 1)
+        self.conn = http.client.HTTPConnection(host, int(port), timeout=600)
+        self.headers = {"Authorization": f"Bearer {token}"}
+
+    def request(self, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
+        headers = {**self.headers, "Content-Type": "application/json"} if body is not None else self.headers
+        self.conn.request(method, path, body=body, headers=headers)
+        resp = self.conn.getresponse()
+        return resp.status, resp.read()
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+LOADED_CASES = [("default list", "/api/v2/jobs"),
+                ("paged list (limit 20)", "/api/v2/jobs?limit=20&withTotalCount=true")]
+
+
+def lists_until(base: str, token: str, done: threading.Event) -> dict[str, list[float]]:
+    """GET the LOADED_CASES in turn until ``done`` is set (each at least 3 times); their times, by name."""
+    conn = Connection(base, token)
+    times: dict[str, list[float]] = {name: [] for name, _ in LOADED_CASES}
+    try:
+        while not done.is_set() or min(len(v) for v in times.values()) < 3:
+            for name, path in LOADED_CASES:
+                started = time.perf_counter()
+                status, body = conn.request("GET", path)
+                times[name].append(time.perf_counter() - started)
+                if status != 200:
+                    raise SystemExit(f"GET {path}: {status} {body[:300]!r}")
+    finally:
+        conn.close()
+    return times
+
+
+def p50_p99(values: list[float]) -> str:
+    return (f"p50 {statistics.median(values) * 1000:7.1f} ms  p99 {pct(values, 0.99) * 1000:7.1f} ms "
+            f"(n={len(values)})")
+
+
+def burst_job(i: int, stamp: int) -> bytes:
+    return json.dumps({"jobName": f"burst-{stamp}-{i}", "image": "busybox", "taskRoles": [
+        {"name": "w", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 128, "gpuNumber": 0, "command": "true"}]}).encode()
+
+
+def under_burst(base: str, pid: int, token: str, seconds: float, burst: int, concurrency: int) -> None:
+    """The lists' p50/p99 idle, then while ``burst`` submissions run at ``concurrency``."""
+    done = threading.Event()
+    with ThreadPoolExecutor(1) as reader:
+        future = reader.submit(lists_until, base, token, done)
+        time.sleep(seconds)
+        done.set()
+        idle = future.result()
+
+    local = threading.local()
+    connections: list[Connection] = []
+    stamp = time.time_ns()
+
+    def post(i: int) -> tuple[float, str | None]:
+        if not hasattr(local, "conn"):
+            local.conn = Connection(base, token)
+            connections.append(local.conn)
+        started = time.perf_counter()
+        status, body = local.conn.request("POST", "/api/v2/jobs", burst_job(i, stamp))
+        took = time.perf_counter() - started
+        return took, None if status < 300 else f"HTTP {status} {body[:120]!r}"
+
+    done = threading.Event()
+    with ThreadPoolExecutor(1) as reader, ThreadPoolExecutor(concurrency) as posters:
+        future = reader.submit(lists_until, base, token, done)
+        started = time.perf_counter()
+        try:
+            results = list(posters.map(post, range(burst)))
+        finally:
+            posted = time.perf_counter() - started
+            done.set()
+        loaded = future.result()
+    for conn in connections:
+        conn.close()
+
+    post_times = [t for t, err in results if err is None]
+    errors = [err for _, err in results if err is not None]
+    print(f"\nunder a burst of {burst:,} submissions at concurrency {concurrency}: {len(post_times) / posted:.1f} "
+          f"submissions/s over {posted:.1f} s, {len(errors)} refused{f' (first: {errors[0]})' if errors else ''}")
+    if post_times:
+        print(figure("  POST /api/v2/jobs", post_times, "during the burst"))
+    for name, _ in LOADED_CASES:
+        a, b = idle[name], loaded[name]
+        print(f"{name:<30} idle {p50_p99(a)}   burst {p50_p99(b)}   p99 ratio {pct(b, 0.99) / pct(a, 0.99):5.2f}x"
+              "  (target <= 2x)")
+    now, peak = rss_mb(pid)
+    print(f"{'master RSS after the burst / peak':<30} {now:8.1f} MB / {peak:.1f} MB")
 
 
 def main() -> None:
@@ -208,6 +319,9 @@ def main() -> None:
     parser.add_argument("--backend", choices=("sqlite", "postgresql"), default="sqlite")
     parser.add_argument("--jobs", type=int, default=100_000)
     parser.add_argument("--seconds", type=float, default=10.0, help="time spent on each measurement (default 10)")
+    parser.add_argument("--burst", type=int, default=1000,
+                        help="submissions of the burst the lists are measured under (default 1,000; 0: skip it)")
+    parser.add_argument("--burst-concurrency", type=int, default=16, help="threads POSTing the burst (default 16)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="pai-bench-") as tmp, database_url(args.backend, Path(tmp)) as url:
         took, keys = store(url, args.jobs)
@@ -216,7 +330,10 @@ def main() -> None:
         master = multiprocessing.get_context("spawn").Process(target=serve, args=(url, f"{tmp}/data", port))
         master.start()
         try:
-            asyncio.run(client(f"http://127.0.0.1:{port}", master.pid or 0, keys, args.seconds, args.jobs))
+            base = f"http://127.0.0.1:{port}"
+            token = asyncio.run(client(base, master.pid or 0, keys, args.seconds, args.jobs))
+            if args.burst > 0:
+                under_burst(base, master.pid or 0, token, args.seconds, args.burst, args.burst_concurrency)
         finally:
             master.terminate()
             master.join(30)

@@ -1,0 +1,549 @@
+"""Heartbeat benchmark: ``python bench/heartbeats.py [--agents N] [--tasks T] [--seconds S]``.
+
+N simulated agents (default 1,000) heartbeating every second against one master with T running tasks (default
+10,000): the master's CPU use and the heartbeat p99.
+
+The master is the real one, ``python -m pai master`` in a subprocess (SQLite in a temporary data directory, or
+``--backend postgresql``). The agents are simulated in this process (asyncio, one aiohttp client session with a
+connection limit, ``--connections``), and speak the agent protocol over HTTP with the messages of pai.protocol,
+as pai.nodeagent does: each registers (C CPUs, no GPU; C = ceil(T / N) unless ``--cpus``), then heartbeats once
+a second, the agents' slots spread evenly over the second. A start command in a reply becomes a RUNNING
+container report in the agent's following heartbeats, a stop an exited one; no process is run. The agent
+channel (a WebSocket over which the master pokes) is not opened: commands come with the next heartbeat, as for
+an agent without one.
+
+Setup: submit T 1-CPU tasks as T/k jobs of k tasks (``--tasks-per-job``, default 1) at concurrency 16 while no
+agent is registered (they wait), register the N agents (concurrency 50) and start their heartbeats, wait until
+the job list shows every job RUNNING (admitted) and every task's RUNNING report was answered by the master (it
+applies a report before it replies), check that in the job details of a sample of the jobs (``--check``), let
+it settle (``--warmup``), then measure for S seconds:
+
+  heartbeats/s        achieved, against the N/s scheduled
+  heartbeat latency   p50 p95 p99 max, from the request sent until its reply is read and decoded; the wait for a
+                      free connection of the client pool is not in it (its own line; both lines together: what an
+                      agent would see)
+  master CPU          utime + stime of the master process over the window (/proc/<pid>/stat), % of one core
+  bench CPU           this process's (the load generator), same unit: on a machine with few cores both compete
+  machine CPU         all cores busy over the window (/proc/stat), % of the machine
+  master RSS          now and at its peak (VmRSS, VmHWM)
+
+Figures, not assertions. At the end, the master's log lines at WARNING or above are counted and a few shown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import math
+import os
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+from urllib.parse import quote
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import aiohttp
+
+from bench.figures import line, pct
+from pai.domain.resources import Resources
+from pai.protocol import (
+    ContainerReport,
+    ContainerStatus,
+    HeartbeatRequest,
+    MasterReply,
+    NodeInfo,
+    RegisterRequest,
+    StartTask,
+    StopTask,
+)
+from tests.dbkit import database_url
+from tests.e2e.harness import free_port
+
+ADMIN_PASSWORD = "bench-secret-password"
+AGENT_TOKEN = "bench-agent-token"
+BACKOFF_SECONDS, MAX_BACKOFF_SECONDS = 0.5, 30.0  # the real agent's, after a failed register or heartbeat
+EXITED_KEPT_SECONDS = 60.0  # an exited attempt is reported this long, then forgotten (the supervisor's expiry)
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+# ---- the simulated agents ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Stats:
+    """What the heartbeats did; ``window`` (perf_counter start, end) selects the samples that are kept."""
+
+    window: tuple[float, float] | None = None
+    latency: list[float] = field(default_factory=list)  # sent -> reply decoded, connection-pool wait excluded
+    queued: list[float] = field(default_factory=list)  # the wait for a free connection of the pool
+    ok_in_window: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+    errors_in_window: Counter[str] = field(default_factory=Counter)
+    missed_slots: int = 0  # a heartbeat due while the previous one was still going (or the loop lagged)
+    missed_in_window: int = 0
+
+    def in_window(self, t: float) -> bool:
+        return self.window is not None and self.window[0] <= t < self.window[1]
+
+
+@dataclass
+class SimAgent:
+    name: str
+    index: int
+    cpus: int
+    running: dict[str, ContainerReport] = field(default_factory=dict)
+    exited: dict[str, tuple[ContainerReport, float]] = field(default_factory=dict)  # attempt -> (report, forget at)
+    registered: bool = False
+    wake: bool = False  # an attempt started or ended: the real agent heartbeats at once
+    backoff: float = BACKOFF_SECONDS
+    node_timeout: float = 30.0  # the master's, from its last reply
+    acked: set[str] = field(default_factory=set)  # attempts reported RUNNING in a request the master answered 200
+    starts: int = 0
+    stops: int = 0
+
+    def node(self) -> NodeInfo:
+        address = f"10.{self.index // 65536 % 256}.{self.index // 256 % 256}.{self.index % 256}"
+        return NodeInfo(self.name, address, Resources(gpu=0, cpu=self.cpus, memory_mb=self.cpus * 1024))
+
+    def reports(self) -> tuple[ContainerReport, ...]:
+        now = time.time()
+        for attempt in [a for a, (_, until) in self.exited.items() if until < now]:
+            del self.exited[attempt]
+        return (*self.running.values(), *(r for r, _ in self.exited.values()))
+
+    def apply(self, reply: MasterReply) -> None:
+        now = time.time()
+        self.node_timeout = reply.node_timeout_seconds
+        started, stopped = self.starts, self.stops
+        for command in reply.commands:
+            if isinstance(command, StartTask):
+                if command.attempt_id not in self.running and command.attempt_id not in self.exited:
+                    self.running[command.attempt_id] = ContainerReport(
+                        command.attempt_id, command.job_key, command.role, command.index, ContainerStatus.RUNNING,
+                        started_at=now)
+                    self.starts += 1
+            elif isinstance(command, StopTask):
+                report = self.running.pop(command.attempt_id, None)
+                if report is not None:
+                    self.stops += 1
+                    done = replace(report, status=ContainerStatus.EXITED, exit_code=command.exit_code,
+                                   reason=command.reason, finished_at=now)
+                    self.exited[command.attempt_id] = (done, now + EXITED_KEPT_SECONDS)
+        self.wake = self.wake or (self.starts, self.stops) != (started, stopped)
+
+    def running_known(self) -> int:
+        """How many of this agent's RUNNING attempts the master has been told of (and answered)."""
+        return len(self.acked & self.running.keys())
+
+    def message(self) -> tuple[str, dict[str, Any], list[str]]:
+        """The next request: a register until the master accepted one (or after an error), else a heartbeat;
+        and the attempts it reports RUNNING."""
+        reports = self.reports()
+        running = [r.attempt_id for r in reports if r.status is ContainerStatus.RUNNING]
+        if not self.registered:
+            return "/api/internal/agents/register", RegisterRequest(self.node(), reports).to_dict(), running
+        path = f"/api/internal/agents/{quote(self.name, safe='')}/heartbeat"
+        return path, HeartbeatRequest(self.name, reports).to_dict(), running
+
+
+async def _queued_start(_s: Any, ctx: SimpleNamespace, _p: Any) -> None:
+    if isinstance(ctx.trace_request_ctx, dict):
+        ctx.trace_request_ctx["queued_from"] = time.perf_counter()
+
+
+async def _queued_end(_s: Any, ctx: SimpleNamespace, _p: Any) -> None:
+    d = ctx.trace_request_ctx
+    if isinstance(d, dict) and "queued_from" in d:
+        d["queued"] = d.get("queued", 0.0) + time.perf_counter() - d["queued_from"]
+
+
+def agent_session(connections: int) -> aiohttp.ClientSession:
+    trace = aiohttp.TraceConfig()
+    trace.on_connection_queued_start.append(_queued_start)
+    trace.on_connection_queued_end.append(_queued_end)
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=connections), trace_configs=[trace],
+        headers={"Authorization": f"Bearer {AGENT_TOKEN}", "Content-Type": "application/json"},
+        timeout=aiohttp.ClientTimeout(total=10))
+
+
+async def exchange(http: aiohttp.ClientSession, base: str, agent: SimAgent, stats: Stats) -> float | None:
+    """One register or heartbeat of ``agent``; its latency (pool wait excluded), None when it failed."""
+    path, body, running = agent.message()
+    was_heartbeat = agent.registered
+    ctx: dict[str, float] = {}
+    started = time.perf_counter()
+    try:
+        async with http.post(base + path, data=json.dumps(body).encode(), trace_request_ctx=ctx) as resp:
+            data = await resp.read()
+            if resp.status != 200:
+                try:
+                    code = str(json.loads(data).get("code"))
+                except (ValueError, AttributeError):
+                    code = data[:80].decode(errors="replace")
+                raise RuntimeError(f"HTTP {resp.status} {code}")
+            reply = MasterReply.from_dict(json.loads(data))
+    except Exception as e:  # counted; the agent registers again, as the real one does
+        kind = str(e) if isinstance(e, RuntimeError) else type(e).__name__
+        kind = f"{'heartbeat' if was_heartbeat else 'register'}: {kind}"
+        stats.errors[kind] += 1
+        if stats.in_window(started):
+            stats.errors_in_window[kind] += 1
+        agent.registered = False
+        return None
+    ended = time.perf_counter()
+    agent.registered = True
+    agent.acked.update(running)
+    agent.apply(reply)
+    queued = ctx.get("queued", 0.0)
+    if was_heartbeat and stats.in_window(started):
+        stats.latency.append(ended - started - queued)
+        stats.queued.append(queued)
+        stats.ok_in_window += 1
+    return ended - started - queued
+
+
+async def heartbeat_loop(http: aiohttp.ClientSession, base: str, agent: SimAgent, n: int, t0: float,
+                         stats: Stats, stop: asyncio.Event) -> None:
+    """Heartbeat once a second in this agent's slot (``index / n`` into the second); a slot missed because the
+    previous heartbeat was still going is skipped, not made up with a burst. As the real agent: a heartbeat at
+    once after a reply that started or stopped an attempt; after a failure, a pause (0.5 s, doubled each time,
+    at most 30 s or a fifth of the node timeout), then a register."""
+    rng = random.Random(agent.index)
+    next_at = t0 + agent.index / n
+    while not stop.is_set():
+        delay = next_at - time.perf_counter()
+        if delay > 0 and not agent.wake:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), delay)
+                return
+        agent.wake = False
+        in_slot = time.perf_counter() >= next_at
+        ok = await exchange(http, base, agent, stats) is not None
+        if ok:
+            agent.backoff = BACKOFF_SECONDS
+        else:
+            pause = agent.backoff * rng.uniform(0.8, 1.2)
+            agent.backoff = min(agent.backoff * 2, MAX_BACKOFF_SECONDS, agent.node_timeout / 5)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), pause)
+                return
+            agent.wake = True  # register now
+        if in_slot:
+            next_at += 1.0
+        now = time.perf_counter()
+        if next_at < now:
+            missed = math.ceil(now - next_at)
+            if ok:
+                stats.missed_slots += missed
+                if stats.in_window(now):
+                    stats.missed_in_window += missed
+            next_at += missed
+
+
+# ---- the master ----------------------------------------------------------------------------------------------
+
+
+@contextmanager
+def master_process(tmp: Path, url: str | None,
+                   node_timeout: float) -> Iterator[tuple[subprocess.Popen[bytes], str, Path]]:
+    port = free_port()
+    env = {**os.environ, "PAI_ADMIN_PASSWORD": ADMIN_PASSWORD, "PAI_AGENT_TOKEN": AGENT_TOKEN}
+    env.pop("PAI_DATABASE_URL", None)
+    args = [sys.executable, "-m", "pai", "master", "--port", str(port), "--data-dir", str(tmp / "master"),
+            "--heartbeat", "1", "--node-timeout", str(node_timeout)]
+    if url:
+        args += ["--database-url", url]
+    log = tmp / "master.log"
+    with log.open("wb") as f:
+        proc = subprocess.Popen(args, stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    try:
+        yield proc, f"http://127.0.0.1:{port}", log
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of process ``pid`` (all its threads), in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # fields 14 and 15 of proc(5), counted after "comm)"
+
+
+def machine_busy() -> tuple[float, float]:
+    """(busy, total) jiffies of all cores since boot (/proc/stat)."""
+    values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = values[3] + values[4]  # idle + iowait
+    return sum(values) - idle, sum(values)
+
+
+def rss_mb(pid: int) -> tuple[float, float]:
+    status = dict(ln.split(":", 1) for ln in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in ln)
+    return int(status["VmRSS"].split()[0]) / 1024, int(status["VmHWM"].split()[0]) / 1024
+
+
+def log_problems(log: Path) -> list[str]:
+    lines = log.read_text(errors="replace").splitlines()
+    bad = [ln for ln in lines if any(w in ln for w in ("WARNING", "ERROR", "CRITICAL", "Traceback"))]
+    if not bad:
+        return [f"master log: {len(lines)} lines, none at WARNING or above"]
+    kinds: Counter[str] = Counter()
+    example: dict[str, str] = {}
+    for ln in bad:  # "<time> <LEVEL> <logger> <message> key=value ...": counted by level, logger and message
+        parts = ln.split(" ", 3)
+        words = parts[3].split() if len(parts) == 4 else []
+        kind = " ".join(parts[1:3] + [w for w in words[: next((i for i, w in enumerate(words) if "=" in w),
+                                                            len(words))]]) if words else ln[:100]
+        kinds[kind] += 1
+        example.setdefault(kind, ln)
+    out = [f"master log: {len(lines)} lines, {len(bad)} at WARNING or above; by kind:"]
+    for kind, count in kinds.most_common(8):
+        out.append(f"  {count:6d} x {kind}   e.g. {example[kind][:160]}")
+    return out
+
+
+# ---- the run -------------------------------------------------------------------------------------------------
+
+
+def job_body(name: str, tasks: int) -> bytes:
+    return json.dumps({"jobName": name, "image": "busybox", "taskRoles": [
+        {"name": "w", "taskNumber": tasks, "cpuNumber": 1, "memoryMB": 128, "gpuNumber": 0,
+         "command": "sleep infinity"}]}).encode()
+
+
+async def wait_healthy(proc: subprocess.Popen[bytes], base: str, log: Path) -> None:
+    async with aiohttp.ClientSession() as http:
+        for _ in range(600):
+            if proc.poll() is not None:
+                raise SystemExit(f"the master exited {proc.returncode}:\n{log.read_text()[-3000:]}")
+            try:
+                async with http.get(base + "/healthz") as resp:
+                    if resp.status == 200:
+                        return
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.1)
+    raise SystemExit("the master did not answer /healthz within 60 s")
+
+
+async def submit_all(api: aiohttp.ClientSession, base: str, jobs: int, per_job: int,
+                     concurrency: int) -> tuple[list[float], Counter[str]]:
+    times: list[float] = []
+    errors: Counter[str] = Counter()
+    queue = iter(range(jobs))
+    stamp = time.time_ns()
+
+    async def worker() -> None:
+        for i in queue:
+            started = time.perf_counter()
+            try:
+                async with api.post(base + "/api/v2/jobs", data=job_body(f"hb-{stamp}-{i}", per_job),
+                                    headers={"Content-Type": "application/json"}) as resp:
+                    body = await resp.read()
+                    if resp.status >= 300:
+                        errors[f"HTTP {resp.status} {body[:100]!r}"] += 1
+                        continue
+            except (aiohttp.ClientError, TimeoutError) as e:
+                errors[type(e).__name__] += 1
+                continue
+            times.append(time.perf_counter() - started)
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return times, errors
+
+
+async def running_jobs(api: aiohttp.ClientSession, base: str) -> int:
+    async with api.get(base + "/api/v2/jobs?state=RUNNING&limit=1&withTotalCount=true") as resp:
+        return int((await resp.json())["totalCount"])
+
+
+async def tasks_running(api: aiohttp.ClientSession, base: str, agents: list[SimAgent],
+                        sample: int) -> tuple[int, int, int]:
+    """Check with the API: the job details of ``sample`` random jobs whose tasks the agents run; (jobs, tasks
+    looked at, tasks RUNNING)."""
+    keys = sorted({r.job_key for a in agents for r in a.running.values()})
+    keys = random.Random(1).sample(keys, min(sample, len(keys)))
+    seen = running = 0
+    for key in keys:
+        async with api.get(f"{base}/api/v2/jobs/{quote(key, safe='~')}") as resp:
+            detail = await resp.json()
+        for info in detail["taskRoles"].values():
+            for task in info["taskStatuses"]:
+                seen += 1
+                running += task["taskState"] == "RUNNING"
+    return len(keys), seen, running
+
+
+def pct_line(name: str, values: list[float]) -> str:
+    if not values:
+        return f"{name:<28} (no samples)"
+    return (line(name, values) + f"   p99 {pct(values, 0.99) * 1000:8.1f} ms   max {max(values) * 1000:8.1f} ms")
+
+
+async def run(args: argparse.Namespace, proc: subprocess.Popen[bytes], base: str, log: Path) -> None:
+    setup_started = time.perf_counter()
+    await wait_healthy(proc, base, log)
+    print(f"{'master up':<28} {time.perf_counter() - setup_started:8.1f} s", flush=True)
+    login = {"username": "admin", "password": ADMIN_PASSWORD}
+    async with aiohttp.ClientSession() as http, http.post(base + "/api/v2/authn/basic/login", json=login) as resp:
+        token = (await resp.json())["token"]
+
+    per_job = args.tasks_per_job
+    jobs = math.ceil(args.tasks / per_job)
+    tasks = jobs * per_job
+    cpus = args.cpus or math.ceil(tasks / args.agents)
+    agents = [SimAgent(f"sim-{i:05d}", i, cpus) for i in range(args.agents)]
+    stats = Stats()
+    stop = asyncio.Event()
+    api = aiohttp.ClientSession(headers={"Authorization": f"Bearer {token}"},
+                                timeout=aiohttp.ClientTimeout(total=600))
+    http = agent_session(args.connections)
+    loops: list[asyncio.Task[None]] = []
+    try:
+        # Submit every job first, no agent registered yet: the jobs wait (and no node can be lost meanwhile).
+        started = time.perf_counter()
+        times, errors = await submit_all(api, base, jobs, per_job, args.submit_concurrency)
+        took = time.perf_counter() - started
+        print(f"submitted {len(times):,} of {jobs:,} jobs of {per_job} task(s) in {took:.1f} s "
+              f"({len(times) / took:.1f} jobs/s, concurrency {args.submit_concurrency}, no agent yet)", flush=True)
+        if times:
+            print(line("  POST /api/v2/jobs", times), flush=True)
+        for text, count in errors.most_common(5):
+            print(f"  {count} x {text}", flush=True)
+
+        # Register every agent (concurrency 50), then keep them all heartbeating from here on.
+        started = time.perf_counter()
+        sem = asyncio.Semaphore(50)
+
+        async def register(agent: SimAgent) -> float | None:
+            async with sem:
+                return await exchange(http, base, agent, stats)
+
+        reg = await asyncio.gather(*(register(a) for a in agents))
+        took = time.perf_counter() - started
+        reg_times = [t for t in reg if t is not None]
+        print(f"registered {len(reg_times):,} of {len(agents):,} agents ({cpus} CPUs each) in {took:.1f} s", flush=True)
+        if reg_times:
+            print(line("  register", reg_times), flush=True)
+        t0 = time.perf_counter() + 0.5
+        loops = [asyncio.create_task(heartbeat_loop(http, base, a, len(agents), t0, stats, stop)) for a in agents]
+
+        # Until the master admitted every job and has heard of every task RUNNING (a heartbeat reporting it was
+        # answered: the master applies a report before it replies).
+        started = time.perf_counter()
+        last_print = started
+        admitted = known = 0
+        while time.perf_counter() - started < args.wait:
+            admitted = await running_jobs(api, base)
+            known = sum(a.running_known() for a in agents)
+            if admitted >= len(times) and known >= len(times) * per_job:
+                break
+            if time.perf_counter() - last_print >= 10:
+                last_print = time.perf_counter()
+                told = sum(len(a.running) for a in agents)
+                failed = ", ".join(f"{c} x {k}" for k, c in stats.errors.most_common(3)) or "none"
+                print(f"  ... {admitted:,} jobs admitted (RUNNING in the list), {told:,} tasks started by the agents, "
+                      f"{known:,} of them reported to the master; failed requests so far: {failed}", flush=True)
+            await asyncio.sleep(1)
+        print(f"{admitted:,} of {len(times):,} jobs admitted, {known:,} tasks RUNNING reported to the master, "
+              f"{time.perf_counter() - started:.1f} s after the agents registered", flush=True)
+        checked, seen, in_api = await tasks_running(api, base, agents, args.check)
+        print(f"  API check, the details of {checked:,} random jobs: {in_api:,} of their {seen:,} tasks RUNNING",
+              flush=True)
+        print(f"{'setup took':<28} {time.perf_counter() - setup_started:8.1f} s", flush=True)
+        await asyncio.sleep(args.warmup)
+
+        # The measurement window.
+        pid = proc.pid
+        bench0, master0, machine0 = os.times(), cpu_seconds(pid), machine_busy()
+        w0 = time.perf_counter()
+        stats.window = (w0, w0 + args.seconds)
+        await asyncio.sleep(args.seconds)
+        bench1, master1, machine1 = os.times(), cpu_seconds(pid), machine_busy()
+        wall = time.perf_counter() - w0
+        now_rss, peak_rss = rss_mb(pid)
+        stop.set()
+        await asyncio.gather(*loops)
+    finally:
+        stop.set()
+        for task in loops:
+            task.cancel()
+        await asyncio.gather(*loops, return_exceptions=True)
+        await http.close()
+        await api.close()
+
+    master_cpu = (master1 - master0) / wall * 100
+    bench_cpu = (bench1.user + bench1.system - bench0.user - bench0.system) / wall * 100
+    machine_cpu = (machine1[0] - machine0[0]) / max(1, machine1[1] - machine0[1]) * 100
+    reported = sum(len(a.running) for a in agents)
+    print()
+    print(f"window: {wall:.1f} s, {len(agents):,} agents, {reported:,} RUNNING containers reported "
+          f"({reported / len(agents):.1f} per heartbeat), connection limit {args.connections}")
+    print(f"{'heartbeats/s':<28} {stats.ok_in_window / wall:8.1f}   (scheduled {len(agents) / 1.0:,.0f}/s; "
+          f"errors {sum(stats.errors_in_window.values())}, missed slots {stats.missed_in_window})")
+    print(pct_line("heartbeat latency", stats.latency))
+    print(pct_line("  + client pool wait", [a + b for a, b in zip(stats.latency, stats.queued, strict=True)]))
+    print(f"{'master CPU':<28} {master_cpu:8.1f} % of one core")
+    print(f"{'bench CPU (load generator)':<28} {bench_cpu:8.1f} % of one core")
+    cores = os.cpu_count() or 1
+    print(f"{'machine CPU':<28} {machine_cpu:8.1f} % of {cores} cores   (other processes: "
+          f"{max(0.0, machine_cpu * cores - master_cpu - bench_cpu):.0f} % of one core)")
+    print(f"{'master RSS now / peak':<28} {now_rss:8.1f} MB / {peak_rss:.1f} MB")
+    if stats.latency:
+        print(f"{'heartbeat mean':<28} {statistics.fmean(stats.latency) * 1000:8.1f} ms")
+    for text, count in stats.errors.most_common(5):
+        print(f"errors over the whole run: {count} x {text}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--agents", type=int, default=1000)
+    parser.add_argument("--tasks", type=int, default=10_000)
+    parser.add_argument("--seconds", type=float, default=30.0, help="the measurement window (default 30)")
+    parser.add_argument("--tasks-per-job", type=int, default=1)
+    parser.add_argument("--cpus", type=int, default=0, help="CPUs per agent (default: ceil(tasks / agents))")
+    parser.add_argument("--connections", type=int, default=100, help="the agents' client connection limit")
+    parser.add_argument("--submit-concurrency", type=int, default=16)
+    parser.add_argument("--wait", type=float, default=300.0,
+                        help="longest wait for the tasks to be RUNNING (default 300; then it measures anyway)")
+    parser.add_argument("--warmup", type=float, default=5.0, help="seconds between RUNNING and the window")
+    parser.add_argument("--check", type=int, default=200,
+                        help="jobs whose detail is read to check their tasks are RUNNING (default 200)")
+    parser.add_argument("--node-timeout", type=float, default=30.0, help="the master's --node-timeout")
+    parser.add_argument("--backend", choices=("sqlite", "postgresql"), default="sqlite")
+    args = parser.parse_args()
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # a SIGTERM cleans up like Ctrl-C
+    with tempfile.TemporaryDirectory(prefix="pai-bench-") as tmp_name, \
+            database_url(args.backend, Path(tmp_name)) as url:
+        tmp = Path(tmp_name)
+        with master_process(tmp, url if args.backend == "postgresql" else None, args.node_timeout) as (proc, base, log):
+            try:
+                asyncio.run(run(args, proc, base, log))
+            except KeyboardInterrupt:
+                print("interrupted", flush=True)
+            finally:
+                for text in log_problems(log):
+                    print(text)
+
+
+if __name__ == "__main__":
+    main()
