@@ -71,7 +71,7 @@ from pai.protocol import (
     StopTask,
 )
 from tests.dbkit import database_url
-from tests.e2e.harness import free_port
+from tests.e2e.harness import free_port, stop_process
 
 ADMIN_PASSWORD = "bench-secret-password"
 AGENT_TOKEN = "bench-agent-token"
@@ -274,13 +274,7 @@ def master_process(tmp: Path, url: str | None,
     try:
         yield proc, f"http://127.0.0.1:{port}", log
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        stop_process(proc)
 
 
 def cpu_seconds(pid: int) -> float:

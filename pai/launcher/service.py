@@ -351,7 +351,8 @@ class Launcher:
                     new = self._apply(s, new, Exited(now, t.attempt_id, int(PlatformExit.NODE_LOST), reason))
             if new is not job:
                 store_jobs.save_job(s, new)
-                log.warning("tasks of a lost node requeued job=%s nodes=%s", job.key, ",".join(sorted(fenced)))
+                nodes = sorted({t.node for t in job.tasks if t.node in fenced})
+                log.warning("tasks of a lost node requeued job=%s nodes=%s", job.key, ",".join(nodes))
         self._requeued.update(fenced)
 
     def schedule_pass(self, *, full: bool = False) -> Decision:

@@ -148,7 +148,7 @@ def _spawn(name: str, args: list[str], tmp: Path, env: dict[str, str]) -> tuple[
     return proc, log
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
+def stop_process(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -169,7 +169,7 @@ def cluster(tmp: Path, database_url: str | None, agents: list[tuple[str, str, in
     env.pop("PAI_DATABASE_URL", None)
     c = Cluster(url, MasterApi(HttpClient(url, timeout=10)), tmp, env=env, agent_args=agent_args)
     with ExitStack() as stack:
-        stack.callback(lambda: [_stop(p) for p in reversed(c.procs.values())])
+        stack.callback(lambda: [stop_process(p) for p in reversed(c.procs.values())])
         args = ["master", "--port", str(port), "--data-dir", str(tmp / "master"), "--grace-seconds",
                 str(grace_seconds), "--heartbeat", "0.3", "--node-timeout", "10", *master_args]
         if database_url:
