@@ -50,6 +50,7 @@ from aiohttp import web
 from sqlalchemy import insert, text
 
 from bench.figures import pct
+from bench.master import wait_healthy
 from pai.domain.job import Job, initial_tasks
 from pai.domain.jobspec import JobSpec, TaskRoleSpec
 from pai.domain.resources import Resources
@@ -179,17 +180,10 @@ async def measure(http: aiohttp.ClientSession, base: str, paths: list[str], seco
 
 async def client(base: str, pid: int, keys: list[str], seconds: float, jobs: int) -> str:
     """The idle figures; returns the admin's token."""
-    async with aiohttp.ClientSession() as http:
-        for _ in range(600):
-            try:
-                async with http.get(base + "/healthz") as resp:
-                    if resp.status == 200:
-                        break
-            except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.1)
-        async with http.post(base + "/api/v2/authn/basic/login", json={"username": "admin", "password": PASSWORD}) as r:
-            token = (await r.json())["token"]
+    await wait_healthy(base)
+    login = {"username": "admin", "password": PASSWORD}
+    async with aiohttp.ClientSession() as http, http.post(base + "/api/v2/authn/basic/login", json=login) as r:
+        token = (await r.json())["token"]
     print(f"{'master RSS after start':<30} {rss_mb(pid)[0]:8.1f} MB")
     page = "limit=20&withTotalCount=true"
     cases = [

@@ -59,6 +59,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import aiohttp
 
 from bench.figures import line, pct
+from bench.master import wait_healthy
 from pai.domain.resources import Resources
 from pai.protocol import (
     ContainerReport,
@@ -324,21 +325,6 @@ def job_body(name: str, tasks: int) -> bytes:
          "command": "sleep infinity"}]}).encode()
 
 
-async def wait_healthy(proc: subprocess.Popen[bytes], base: str, log: Path) -> None:
-    async with aiohttp.ClientSession() as http:
-        for _ in range(600):
-            if proc.poll() is not None:
-                raise SystemExit(f"the master exited {proc.returncode}:\n{log.read_text()[-3000:]}")
-            try:
-                async with http.get(base + "/healthz") as resp:
-                    if resp.status == 200:
-                        return
-            except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.1)
-    raise SystemExit("the master did not answer /healthz within 60 s")
-
-
 async def submit_all(api: aiohttp.ClientSession, base: str, jobs: int, per_job: int,
                      concurrency: int) -> tuple[list[float], Counter[str]]:
     times: list[float] = []
@@ -395,7 +381,7 @@ def pct_line(name: str, values: list[float]) -> str:
 
 async def run(args: argparse.Namespace, proc: subprocess.Popen[bytes], base: str, log: Path) -> None:
     setup_started = time.perf_counter()
-    await wait_healthy(proc, base, log)
+    await wait_healthy(base, proc, log)
     print(f"{'master up':<28} {time.perf_counter() - setup_started:8.1f} s", flush=True)
     login = {"username": "admin", "password": ADMIN_PASSWORD}
     async with aiohttp.ClientSession() as http, http.post(base + "/api/v2/authn/basic/login", json=login) as resp:
