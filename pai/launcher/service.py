@@ -20,12 +20,14 @@ from pai.domain.jobspec import JobSpec
 from pai.domain.limits import JobLimits
 from pai.domain.node import Node, NodeState
 from pai.domain.resources import Resources
+from pai.domain.states import TaskState
 from pai.domain.storage import Storage
 from pai.launcher import cluster, logs, storages
 from pai.launcher.access import require_owner_or_admin
 from pai.launcher.accounts import Accounts
 from pai.launcher.binding import BindingError, bind_task, ledgers
 from pai.launcher.env import task_env
+from pai.launcher.heartbeats import Heartbeats, Quiet
 from pai.launcher.lifecycle import (
     Admitted,
     AttemptEnded,
@@ -55,6 +57,7 @@ from pai.launcher.snapshot import (
 from pai.protocol.exitcodes import PlatformExit
 from pai.protocol.messages import (
     ContainerReport,
+    ContainerStatus,
     HeartbeatRequest,
     MasterReply,
     RegisterRequest,
@@ -135,6 +138,7 @@ class Launcher:
         self._touched: set[str] = set()  # nodes whose tasks changed since take_touched (their agents are poked)
         self.accounts = Accounts(db, clock)
         self.scheduling = Scheduling(self.config.full_pass_seconds)
+        self.heartbeats = Heartbeats()
 
     # ---- users' requests ----------------------------------------------------------------------
 
@@ -182,6 +186,7 @@ class Launcher:
                                              field="value")
             store_nodes.set_node_state(s, name, state)
             self.scheduling.invalidate()
+            self.heartbeats.forget([name])
 
     def submission_rules(self) -> tuple[dict[str, int], JobLimits]:
         """The cluster's priority classes (OpenPAI's and the admin's) and job-size limits, to parse a spec."""
@@ -248,9 +253,17 @@ class Launcher:
                 self.scheduling.invalidate()
             log.info("agent registered node=%s address=%s resources=%s", node.name, node.address,
                      node.total.describe())
-            return self._sync_node(s, node.name, req.containers, now)
+            self.heartbeats.forget([node.name])
+            return self._sync_node(s, node.name, req.containers, now)[0]
+
+    def quiet_heartbeat(self, req: HeartbeatRequest) -> MasterReply | None:
+        """The reply to a heartbeat that reports what the master expects on its node, from memory, without a
+        transaction (see ``heartbeats``); None when the heartbeat needs the store (``heartbeat``)."""
+        return self._reply() if self.heartbeats.answer(req, self.clock()) else None
 
     def heartbeat(self, req: HeartbeatRequest) -> MasterReply:
+        if (reply := self.quiet_heartbeat(req)) is not None:
+            return reply
         now = self.clock()
         with self.db.session() as s:
             node = _find_node(s, req.node)
@@ -267,9 +280,15 @@ class Launcher:
                     self.scheduling.invalidate()
             else:
                 store_nodes.touch_heartbeat(s, req.node, now)
-            return self._sync_node(s, req.node, req.containers, now)
+            reply, quiet = self._sync_node(s, req.node, req.containers, now)
+        if quiet is not None:  # committed: until something on the node changes, its heartbeats need no transaction
+            self.heartbeats.learn(req.node, Quiet(failed, req.problems, quiet))
+        return reply
 
-    def _sync_node(self, s: Session, node: str, reports: tuple[ContainerReport, ...], now: float) -> MasterReply:
+    def _sync_node(self, s: Session, node: str, reports: tuple[ContainerReport, ...],
+                   now: float) -> tuple[MasterReply, frozenset[str] | None]:
+        """Reconcile ``node`` with its agent's report: the reply, and the attempts of a node that needed nothing
+        (every expected attempt running and reported as such, nothing else reported), else None."""
         jobs = store_jobs.active_jobs_on(s, [node])  # what is on the node, not what is in the cluster
         expected = {a: jt for a, jt in live_attempts(jobs).items() if jt[1].node == node}
         plan = reconcile(reports, expected, now, self.config.grace_seconds)
@@ -283,7 +302,10 @@ class Launcher:
         reported = {r.attempt_id for r in reports}
         starts = [self._start_command(s, j, t) for j, t in pending_starts(node, list(by_id.values()), reported)]
         commands: list[StartTask | StopTask] = [*plan.stops, *starts]
-        return self._reply(tuple(commands))
+        quiet = (not plan.events and not commands and reported == expected.keys()
+                 and all(t.state is TaskState.RUNNING for _, t in expected.values())
+                 and all(r.status is ContainerStatus.RUNNING for r in reports))
+        return self._reply(tuple(commands)), frozenset(reported) if quiet else None
 
     def _reply(self, commands: tuple[StartTask | StopTask, ...] = ()) -> MasterReply:
         c = self.config
@@ -322,7 +344,9 @@ class Launcher:
         timeout, window = self.config.node_timeout_seconds, self.config.fence_window_seconds
         lost: list[str] = []
         fenced: dict[str, float] = {}
+        beats = self.heartbeats.take_beats()
         with self.db.session() as s:
+            store_nodes.touch_heartbeats(s, beats)  # the heartbeats answered from memory since the last check
             for node in store_nodes.list_nodes(s):
                 silent = now - max(node.last_heartbeat, self.started_at)
                 if node.state is not NodeState.LOST:
@@ -331,6 +355,7 @@ class Launcher:
                         continue
                     store_nodes.set_node_state(s, node.name, NodeState.LOST)
                     self.scheduling.invalidate()
+                    self.heartbeats.forget([node.name])
                     lost.append(node.name)
                     log.warning("node lost node=%s silent_for=%.1fs requeue_in=%.1fs", node.name, silent,
                                 timeout + window - silent)
@@ -372,6 +397,7 @@ class Launcher:
                     snapshot = build_snapshot(now, nodes, [j for j in jobs if j.key not in held], quotas,
                                               clu.config.scheduler)
                     sched.rebuild(snapshot, clu, held_reasons, jobs, now)
+                    self.heartbeats.forget_all()  # the safety net for the quiet view too
                     decision = sched.run(now, full=True)
                     by_key = {j.key: j for j in jobs}
                 else:
@@ -434,7 +460,9 @@ class Launcher:
         self.scheduling.changed(new.id)
         for old_task, new_task in zip(job.tasks, new.tasks, strict=False):
             if old_task != new_task:
-                self._touched.update(n for n in (old_task.node, new_task.node) if n)
+                nodes = [n for n in (old_task.node, new_task.node) if n]
+                self._touched.update(nodes)
+                self.heartbeats.forget(nodes)
         self._record(s, new, cmds, event.now)
         if new.state is not job.state:
             log.info("job state job=%s %s->%s", job.key, job.state.value, new.state.value)
@@ -466,6 +494,10 @@ class Launcher:
 
     def node_usage(self) -> list[tuple[Node, Resources]]:
         with self.db.session() as s:
-            nodes = store_nodes.list_nodes(s)
+            nodes = [self._with_pending_beat(n) for n in store_nodes.list_nodes(s)]
             used = usage_by_node(nodes, store_jobs.active_jobs(s))
         return [(n, used[n.name]) for n in nodes]
+
+    def _with_pending_beat(self, node: Node) -> Node:
+        beat = self.heartbeats.pending(node.name)
+        return node if beat is None or beat <= node.last_heartbeat else replace(node, last_heartbeat=beat)

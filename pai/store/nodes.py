@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
+from typing import cast
 
-from sqlalchemy import select
+from sqlalchemy import Table, bindparam, select, update
 from sqlalchemy.orm import Session
 
 from pai.domain.errors import NoNodeError
@@ -67,6 +68,18 @@ def set_node_state(s: Session, name: str, state: NodeState) -> None:
 def touch_heartbeat(s: Session, name: str, now: float) -> None:
     _existing(s, name).last_heartbeat = now
     s.flush()
+
+
+def touch_heartbeats(s: Session, beats: Mapping[str, float]) -> None:
+    """Record the heartbeat times of ``beats`` (node -> time) in one statement; a later stored time is kept."""
+    if not beats:
+        return
+    table = cast(Table, NodeRow.__table__)
+    s.connection().execute(
+        update(table).where(table.c.name == bindparam("node"), table.c.last_heartbeat < bindparam("at"))
+        .values(last_heartbeat=bindparam("at")),
+        [{"node": n, "at": t} for n, t in beats.items()],
+    )
 
 
 def delete_node(s: Session, name: str) -> None:

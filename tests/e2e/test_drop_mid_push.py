@@ -23,6 +23,7 @@ from pai.rest_server.app import make_app
 from pai.rest_server.config import MasterConfig
 from pai.rest_server.keys import LOOP
 from tests.e2e.harness import free_port, processes_with
+from tests.eventually import eventually
 from tests.rest_server.conftest import ADMIN_PASSWORD, AGENT_TOKEN
 
 pytestmark = pytest.mark.e2e
@@ -55,17 +56,6 @@ class Master:
         detail = await self.get(f"/api/v2/jobs/{key}")
         (status,) = detail["taskRoles"]["w"]["taskStatuses"]
         return dict(status)
-
-
-async def eventually(what: str, probe: Any, timeout: float = 30.0) -> Any:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        value = await probe()
-        if value:
-            return value
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
 
 
 @pytest.fixture
@@ -136,7 +126,7 @@ async def test_an_agent_killed_between_decision_and_push_runs_exactly_what_the_m
         async def ready() -> bool:
             return any(n["name"] == "n1" and n["state"] == "READY" for n in await master.get("/api/v2/nodes"))
 
-        await eventually("n1 READY", ready)
+        await eventually(timeout=30.0, what="n1 READY", probe=ready)
         kills: list[str] = []
 
         async def kill_before_push(nodes: set[str]) -> None:
@@ -151,15 +141,15 @@ async def test_an_agent_killed_between_decision_and_push_runs_exactly_what_the_m
              "command": f"echo started >> {starts}; exec sleep 300 # {marker}"}]}
         job = await master.send("POST", "/api/v2/jobs", body)
         key = str(job["jobName"])
-        await eventually("the kill", lambda: asyncio.sleep(0, bool(kills)))
+        await eventually(timeout=30.0, what="the kill", probe=lambda: bool(kills))
         assert not starts.exists()  # the agent never received the start
         agent.start()  # it reconnects: registration, the channel's first poke
 
         async def running() -> bool:
             return (await master.task(key))["taskState"] == "RUNNING"
 
-        await eventually("the task RUNNING after the reconnect", running)
-        await eventually("its process", lambda: asyncio.sleep(0, len(processes_with(marker)) == 1))
+        await eventually(timeout=30.0, what="the task RUNNING after the reconnect", probe=running)
+        await eventually(timeout=30.0, what="its process", probe=lambda: len(processes_with(marker)) == 1)
         attempts = await master.get(f"/api/v2/jobs/{key}/attempts")
         assert len(attempts) == 1
         await asyncio.sleep(1)  # more heartbeats and pokes would start it again if the master or agent erred
@@ -170,15 +160,15 @@ async def test_an_agent_killed_between_decision_and_push_runs_exactly_what_the_m
         kills.clear()
         master.before_push.append(kill_before_push)
         await master.send("PUT", f"/api/v2/jobs/{key}/executionType", {"value": "STOP"})
-        await eventually("the kill", lambda: asyncio.sleep(0, bool(kills)))
+        await eventually(timeout=30.0, what="the kill", probe=lambda: bool(kills))
         assert len(processes_with(marker)) == 1  # nobody told the task to stop
         agent.start()  # the new agent adopts the running task, reports it, and is told to stop it
 
         async def stopped() -> bool:
             return (await master.get(f"/api/v2/jobs/{key}"))["jobStatus"]["state"] == "STOPPED"
 
-        await eventually("the job STOPPED", stopped)
-        await eventually("its process gone", lambda: asyncio.sleep(0, not processes_with(marker)))
+        await eventually(timeout=30.0, what="the job STOPPED", probe=stopped)
+        await eventually(timeout=30.0, what="its process gone", probe=lambda: not processes_with(marker))
         assert starts.read_text().splitlines() == ["started"]  # started once, never again
     finally:
         agent.stop()  # with --kill-on-exit it releases its lease: its fence watchdog exits too

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Callable
 from typing import TypeVar
 
 from pai.domain.resources import Resources
 from pai.nodeagent.runtime import Runtime
 from pai.protocol import ContainerReport, ContainerStatus, PlatformExit, StartTask, StopTask
+from tests.eventually import eventually
 
 T = TypeVar("T")
-WAIT_SECONDS = 10.0
 
 
 def start_task(
@@ -47,18 +44,6 @@ def stop_task(
     reason: str = "stopped by the user",
 ) -> StopTask:
     return StopTask(attempt_id, grace, int(exit_code), reason)
-
-
-async def eventually(probe: Callable[[], T | None], timeout: float = WAIT_SECONDS, what: str = "condition") -> T:
-    """Poll ``probe`` until it returns something truthy; return that."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 def report_of(reports: list[ContainerReport], attempt_id: str) -> ContainerReport | None:

@@ -21,7 +21,8 @@ from pai.nodeagent.paths import LogStream
 from pai.nodeagent.process_runtime import ProcessRuntime
 from pai.nodeagent.resources import Nvml
 from pai.protocol import ContainerReport, ContainerStatus, GpuHealth, PlatformExit
-from tests.nodeagent.builders import eventually, start_task, stop_task
+from tests.eventually import eventually
+from tests.nodeagent.builders import start_task, stop_task
 from tests.nodeagent.conftest import Groups
 from tests.nodeagent.fake_master import FakeMaster
 

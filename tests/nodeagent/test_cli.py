@@ -16,7 +16,8 @@ from click.testing import CliRunner
 from pai.nodeagent import process_group
 from pai.nodeagent.cli import agent
 from pai.protocol import ContainerStatus, PlatformExit
-from tests.nodeagent.builders import eventually, start_task
+from tests.eventually import eventually
+from tests.nodeagent.builders import start_task
 from tests.nodeagent.conftest import Groups
 from tests.nodeagent.fake_master import FakeMaster
 

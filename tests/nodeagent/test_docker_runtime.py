@@ -14,7 +14,8 @@ from pai.domain.resources import Resources
 from pai.nodeagent.docker_runtime import DockerRuntime
 from pai.protocol import ContainerReport, ContainerStatus, PlatformExit, RegistryCredentials, StartTask, VolumeMount
 from tests.dockerkit import IMAGE, containers_labelled
-from tests.nodeagent.builders import eventually, report_of, start_task, stop_task
+from tests.eventually import eventually
+from tests.nodeagent.builders import report_of, start_task, stop_task
 from tests.registrykit import PASSWORD, USER, Registry
 
 

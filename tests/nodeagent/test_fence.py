@@ -17,7 +17,8 @@ from pai.nodeagent import attempt_record, process_group
 from pai.nodeagent.attempt_record import AttemptRecord
 from pai.nodeagent.fence import LEASE_FILE, Lease, read_lease, running_groups, watch
 from pai.protocol import ContainerStatus, PlatformExit
-from tests.nodeagent.builders import eventually, start_task
+from tests.eventually import eventually
+from tests.nodeagent.builders import start_task
 from tests.nodeagent.conftest import Groups
 from tests.nodeagent.fake_master import FakeMaster
 from tests.nodeagent.test_agent import config, pgid_of, reported, running

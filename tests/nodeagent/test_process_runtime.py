@@ -13,7 +13,8 @@ import pytest
 from pai.nodeagent import process_group
 from pai.nodeagent.process_runtime import ProcessRuntime
 from pai.protocol import ContainerReport, ContainerStatus, PlatformExit
-from tests.nodeagent.builders import eventually, start_task, wait_status
+from tests.eventually import eventually
+from tests.nodeagent.builders import start_task, wait_status
 from tests.nodeagent.conftest import Groups
 
 

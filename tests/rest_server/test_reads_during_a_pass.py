@@ -10,17 +10,16 @@ from typing import Any
 import pytest
 
 from pai.launcher.service import Launcher
-from pai.rest_server.keys import LAUNCHER
-from tests.rest_server.conftest import Api
+from pai.rest_server.keys import LAUNCHER, LOOP
+from tests.eventually import eventually
+from tests.rest_server.conftest import AGENT_TOKEN, Api
 from tests.rest_server.test_vcs import add_node, job
 
 READS = ["/api/v2/nodes", "/api/v2/virtual-clusters", "/api/v2/storages"]
 
 
-@pytest.fixture
-async def slow_pass(api: Api, monkeypatch: pytest.MonkeyPatch) -> Any:
+def hold_passes(launcher: Launcher, monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, ...]:
     """The next scheduling pass blocks the writer thread until released."""
-    launcher: Launcher = api.client.app[LAUNCHER]
     entered, release, left = threading.Event(), threading.Event(), threading.Event()
     real = launcher.schedule_pass
 
@@ -31,6 +30,12 @@ async def slow_pass(api: Api, monkeypatch: pytest.MonkeyPatch) -> Any:
         return real()
 
     monkeypatch.setattr(launcher, "schedule_pass", held)
+    return entered, release, left
+
+
+@pytest.fixture
+async def slow_pass(api: Api, monkeypatch: pytest.MonkeyPatch) -> Any:
+    entered, release, left = hold_passes(api.client.app[LAUNCHER], monkeypatch)
     yield entered, release, left
     release.set()
 
@@ -46,3 +51,26 @@ async def test_reads_are_answered_while_a_pass_holds_the_writer(api: Api, slow_p
     release.set()
     status, _ = await api.call("POST", "/api/v2/jobs", body=job("after"), content_type="application/json")
     assert status == 202  # and writes go on once it is done
+
+
+async def test_a_quiet_heartbeat_is_answered_while_a_pass_holds_the_writer(
+        api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A heartbeat that reports what the master expects (here: an idle node, nothing to run) needs no
+    transaction, so it does not queue behind the pass (pai.launcher.heartbeats)."""
+    loop = api.client.app[LOOP]
+    passes = loop.passes
+    await add_node(api, "n1")
+    await eventually(lambda: loop.passes > passes + 1, what="the full pass that follows a registration")
+    beat = {"version": 1, "node": "n1", "containers": []}
+    status, _ = await api.call("POST", "/api/internal/agents/n1/heartbeat", json_body=beat, token=AGENT_TOKEN)
+    assert status == 200  # through the store: the node's quiet view is learnt
+    entered, release, left = hold_passes(api.client.app[LAUNCHER], monkeypatch)
+    try:
+        assert await asyncio.to_thread(entered.wait, 10)
+        for _ in range(3):
+            status, body = await api.call("POST", "/api/internal/agents/n1/heartbeat", json_body=beat,
+                                          token=AGENT_TOKEN)
+            assert (status, body["commands"]) == (200, [])
+            assert not left.is_set()
+    finally:
+        release.set()

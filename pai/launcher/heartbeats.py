@@ -1,0 +1,85 @@
+"""Heartbeats that change nothing, answered without the store.
+
+In a steady cluster almost every heartbeat reports exactly what the master expects on its node: the same
+attempts, all running, the same GPU health and problems. Such a heartbeat has nothing to reconcile, so it needs
+no transaction: it is answered from memory (on the event loop, never queued behind a scheduling pass or another
+node's heartbeat) and only its time is kept, written for all nodes in one statement per loop tick by
+``Launcher.check_nodes``, which judges silence from it.
+
+What a quiet heartbeat must look like is learnt per node from a heartbeat the store handled and found nothing to
+do for (no event, no command, every expected attempt running and reported). It is forgotten whenever anything
+about the node or a task on it changes: the launcher's one path for job changes (``Launcher._apply``), a node's
+registration, admin state change or loss, and at every full scheduling pass, the safety net. A forgotten node's
+next heartbeat goes through the store, reconciles as always, and teaches the view again.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from pai.protocol.messages import ContainerStatus, HeartbeatRequest
+
+
+@dataclass(frozen=True, slots=True)
+class Quiet:
+    """What a heartbeat of one node must report to need nothing."""
+
+    failed_gpus: tuple[int, ...]
+    problems: tuple[str, ...]
+    attempts: frozenset[str]  # every one RUNNING, on the master's side and the agent's
+
+    def matches(self, req: HeartbeatRequest) -> bool:
+        reports = req.containers
+        return (
+            len(reports) == len(self.attempts)
+            and all(r.status is ContainerStatus.RUNNING and r.attempt_id in self.attempts for r in reports)
+            and len({r.attempt_id for r in reports}) == len(self.attempts)
+            and req.problems == self.problems
+            and tuple(g.index for g in req.gpus if not g.healthy) == self.failed_gpus
+        )
+
+
+class Heartbeats:
+    """The quiet view of each node, and the times of the heartbeats answered from it (not yet stored).
+
+    Read on the event loop, changed on the store's writer thread: each node's view is one immutable value, so a
+    heartbeat sees it whole, before or after a change, and one answered just before a change is one that arrived
+    before it. The times are guarded by a lock, so none is lost between an answer and ``take_beats``."""
+
+    def __init__(self) -> None:
+        self._quiet: dict[str, Quiet] = {}
+        self._beats: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def answer(self, req: HeartbeatRequest, now: float) -> bool:
+        """True, and the heartbeat's time kept, when ``req`` reports exactly what its node's quiet view expects."""
+        quiet = self._quiet.get(req.node)
+        if quiet is None or not quiet.matches(req):
+            return False
+        with self._lock:
+            self._beats[req.node] = now
+        return True
+
+    def learn(self, node: str, quiet: Quiet) -> None:
+        """Called after the store's transaction for a heartbeat of ``node`` that needed nothing has committed."""
+        self._quiet[node] = quiet
+
+    def forget(self, nodes: Iterable[str]) -> None:
+        for node in nodes:
+            self._quiet.pop(node, None)
+
+    def forget_all(self) -> None:
+        self._quiet.clear()
+
+    def take_beats(self) -> dict[str, float]:
+        """The time of the last heartbeat answered from memory for each node, since the last call."""
+        with self._lock:
+            beats, self._beats = self._beats, {}
+        return beats
+
+    def pending(self, node: str) -> float | None:
+        """The time of the last heartbeat of ``node`` answered from memory and not yet taken."""
+        with self._lock:
+            return self._beats.get(node)

@@ -1,0 +1,202 @@
+"""Quiet heartbeats: one that reports what the master expects on its node is answered from memory, with no SQL;
+anything else about the node or its tasks sends the next heartbeat through the store, which reconciles it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import event
+
+from pai.domain.jobspec import JobSpec, TaskRoleSpec
+from pai.domain.node import NodeState
+from pai.domain.resources import Resources
+from pai.domain.states import TaskState
+from pai.launcher.service import Launcher, LauncherConfig
+from pai.protocol import ContainerReport, ContainerStatus
+from pai.protocol.exitcodes import PlatformExit
+from pai.protocol.messages import GpuHealth, HeartbeatRequest, MasterReply, StartTask, StopTask
+from pai.store import history, jobs, nodes
+from pai.store.db import Database
+from pai.store.records import TaskAttempt, User
+from tests.launcher.builders import Clock
+from tests.launcher.test_service import register
+from tests.store.conftest import make_database
+
+
+class Statements:
+    """Counts the SQL statements the database runs."""
+
+    def __init__(self, db: Database) -> None:
+        self.n = 0
+        event.listen(db.engine, "before_cursor_execute", self._count)
+
+    def _count(self, *_: Any) -> None:
+        self.n += 1
+
+    def during(self, fn: Callable[[], Any]) -> int:
+        before = self.n
+        fn()
+        return self.n - before
+
+
+@dataclass
+class Steady:
+    """Node n1 running one task of job alice~j (attempt ``attempt``), its last heartbeat handled by the store and
+    found to need nothing."""
+
+    db: Database
+    launcher: Launcher
+    clock: Clock
+    attempt: str
+    sql: Statements
+
+    def beat(self, *reports: ContainerReport, gpus: tuple[GpuHealth, ...] = (),
+             problems: tuple[str, ...] = ()) -> MasterReply:
+        return self.launcher.heartbeat(HeartbeatRequest("n1", reports, gpus=gpus, problems=problems))
+
+    def running(self, attempt: str | None = None) -> ContainerReport:
+        return ContainerReport(attempt or self.attempt, "alice~j", "w", 0, ContainerStatus.RUNNING, started_at=1000.0)
+
+    def task_state(self, key: str = "alice~j") -> str:
+        with self.db.session() as s:
+            (t,) = jobs.get_job(s, key).tasks
+            return t.state.value
+
+
+def spec(name: str) -> JobSpec:
+    return JobSpec(name=name, task_roles=(TaskRoleSpec("w", 1, "sleep 600", Resources(0, 1, 256)),), image="busybox")
+
+
+@pytest.fixture
+def steady(tmp_path: Path) -> Iterator[Steady]:
+    with make_database("sqlite", tmp_path) as db:
+        clock = Clock(1000.0)
+        launcher = Launcher(db, LauncherConfig(node_timeout_seconds=30), clock=clock)
+        register(launcher, "n1")
+        launcher.submit("alice", spec("j"), "{}")
+        launcher.schedule_pass()
+        (start,) = launcher.heartbeat(HeartbeatRequest("n1")).commands
+        assert isinstance(start, StartTask)
+        st = Steady(db, launcher, clock, start.attempt_id, Statements(db))
+        assert st.sql.during(lambda: st.beat(st.running())) > 0  # RUNNING: the store records it
+        assert st.sql.during(lambda: st.beat(st.running())) > 0  # nothing to do: the view is learnt
+        yield st
+
+
+def test_a_heartbeat_that_reports_what_is_expected_runs_no_sql(steady: Steady) -> None:
+    replies: list[MasterReply] = []
+    assert steady.sql.during(lambda: replies.append(steady.beat(steady.running()))) == 0
+    assert replies[0].commands == ()
+    assert steady.launcher.quiet_heartbeat(HeartbeatRequest("n1", (steady.running(),))) is not None
+
+
+def test_quiet_heartbeats_keep_the_node_alive_and_their_time_is_stored_once_a_check(steady: Steady) -> None:
+    for _ in range(10):  # 100 s of heartbeats answered from memory, past the 30 s node timeout
+        steady.clock.now += 10
+        steady.beat(steady.running())
+        assert steady.launcher.check_nodes() == []
+    with steady.db.session() as s:
+        node = nodes.get_node(s, "n1")
+    assert (node.state, node.last_heartbeat) == (NodeState.READY, steady.clock.now)
+
+
+def test_the_nodes_view_shows_a_quiet_heartbeat_before_it_is_stored(steady: Steady) -> None:
+    steady.clock.now += 7
+    steady.beat(steady.running())
+    ((node, _),) = steady.launcher.node_usage()
+    assert node.last_heartbeat == steady.clock.now
+
+
+def test_a_node_that_goes_silent_is_still_lost(steady: Steady) -> None:
+    steady.beat(steady.running())
+    steady.clock.now += 31
+    assert steady.launcher.check_nodes() == ["n1"]
+    steady.beat(steady.running())  # its view was forgotten: the store brings it back
+    with steady.db.session() as s:
+        assert nodes.get_node(s, "n1").state is NodeState.READY
+
+
+def _exited(st: Steady) -> MasterReply:
+    return st.beat(ContainerReport(st.attempt, "alice~j", "w", 0, ContainerStatus.EXITED, exit_code=0,
+                                   finished_at=1001.0))
+
+
+def _stopped_by_the_user(st: Steady) -> MasterReply:
+    st.launcher.stop("alice~j", User("alice", admin=False))
+    return st.beat(st.running())
+
+
+def _a_second_job_placed_there(st: Steady) -> MasterReply:
+    st.launcher.submit("alice", spec("k"), "{}")
+    st.launcher.schedule_pass()
+    return st.beat(st.running())
+
+
+def _a_gpu_failed(st: Steady) -> MasterReply:
+    return st.beat(st.running(), gpus=(GpuHealth(0, healthy=False),))
+
+
+def _lost_and_back(st: Steady) -> MasterReply:
+    st.clock.now += 31
+    st.launcher.check_nodes()
+    return st.beat(st.running())
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    act: Callable[[Steady], MasterReply]
+    check: Callable[[Steady, MasterReply], bool]
+
+
+def _first_attempt(st: Steady) -> TaskAttempt:
+    with st.db.session() as s:
+        return history.list_attempts(s, jobs.get_job(s, "alice~j").id)[0]
+
+
+def _node(st: Steady) -> Any:
+    with st.db.session() as s:
+        return nodes.get_node(s, "n1")
+
+
+CASES = [
+    Case("the task exited", _exited, lambda st, r: st.task_state() == "SUCCEEDED"),
+    Case("the agent lost the container", lambda st: st.beat(),
+         lambda st, r: _first_attempt(st).exit_code == PlatformExit.CONTAINER_LOST),
+    Case("an unknown container runs", lambda st: st.beat(st.running(), st.running("stray")),
+         lambda st, r: [c.attempt_id for c in r.commands if isinstance(c, StopTask)] == ["stray"]),
+    Case("the user stopped the job", _stopped_by_the_user,
+         lambda st, r: [c.attempt_id for c in r.commands if isinstance(c, StopTask)] == [st.attempt]),
+    Case("a second job placed on the node", _a_second_job_placed_there,
+         lambda st, r: [type(c) for c in r.commands] == [StartTask]),
+    Case("a GPU failed", _a_gpu_failed, lambda st, r: _node(st).failed_gpus == (0,)),
+    Case("a new problem", lambda st: st.beat(st.running(), problems=("disk full",)),
+         lambda st, r: _node(st).problems == ("disk full",)),
+    Case("the node was lost and is back", _lost_and_back, lambda st, r: _node(st).state is NodeState.READY),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_anything_new_goes_through_the_store(steady: Steady, case: Case) -> None:
+    assert steady.sql.during(lambda: steady.beat(steady.running())) == 0  # quiet before
+    replies: list[MasterReply] = []
+    assert steady.sql.during(lambda: replies.append(case.act(steady))) > 0
+    assert case.check(steady, replies[0])
+
+
+def test_a_full_pass_forgets_every_quiet_view(steady: Steady) -> None:
+    """The safety net: a task changed behind the launcher's back (here: made STOPPING in the store directly) is
+    seen by the first heartbeat after the next full pass."""
+    steady.beat(steady.running())
+    with steady.db.session() as s:
+        job = jobs.get_job(s, "alice~j")
+        (t,) = job.tasks
+        jobs.save_job(s, replace(job, tasks=(replace(t, state=TaskState.STOPPING, exit_reason="by hand"),)))
+    assert steady.beat(steady.running()).commands == ()  # still quiet: the launcher did not see it
+    steady.launcher.schedule_pass(full=True)
+    reply = steady.beat(steady.running())
+    assert [c.attempt_id for c in reply.commands if isinstance(c, StopTask)] == [steady.attempt]
