@@ -52,6 +52,8 @@ class Heartbeats:
         self._quiet: dict[str, Quiet] = {}
         self._beats: dict[str, float] = {}
         self._lock = threading.Lock()
+        self._epoch = 0  # counts forget_all
+        self._forgotten: dict[str, int] = {}  # node -> how often it was forgotten
 
     def answer(self, req: HeartbeatRequest, now: float) -> bool:
         """True, and the heartbeat's time kept, when ``req`` reports exactly what its node's quiet view expects."""
@@ -62,16 +64,25 @@ class Heartbeats:
             self._beats[req.node] = now
         return True
 
-    def learn(self, node: str, quiet: Quiet) -> None:
-        """Called after the store's transaction for a heartbeat of ``node`` that needed nothing has committed."""
-        self._quiet[node] = quiet
+    def token(self, node: str) -> tuple[int, int]:
+        """Taken when a heartbeat of ``node`` is found to need nothing; ``learn`` compares it."""
+        return self._epoch, self._forgotten.get(node, 0)
+
+    def learn(self, node: str, quiet: Quiet, token: tuple[int, int]) -> None:
+        """Called once the store's transaction for a heartbeat of ``node`` that needed nothing has committed; a
+        view forgotten since ``token`` was taken (another heartbeat of the same transaction changed a job with a
+        task on the node) is not learnt."""
+        if token == self.token(node):
+            self._quiet[node] = quiet
 
     def forget(self, nodes: Iterable[str]) -> None:
         for node in nodes:
             self._quiet.pop(node, None)
+            self._forgotten[node] = self._forgotten.get(node, 0) + 1
 
     def forget_all(self) -> None:
         self._quiet.clear()
+        self._epoch += 1
 
     def take_beats(self) -> dict[str, float]:
         """The time of the last heartbeat answered from memory for each node, since the last call."""

@@ -6,12 +6,14 @@ import asyncio
 import contextlib
 import logging
 import math
+import queue
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import ParamSpec, TypeVar
 
 from pai.launcher.service import Launcher
+from pai.protocol.messages import HeartbeatRequest, MasterReply
 
 log = logging.getLogger("pai.launcher.loop")
 P = ParamSpec("P")
@@ -64,10 +66,52 @@ class LauncherLoop:
         self._wake = asyncio.Event()
         self._checked = -math.inf
         self.passes = 0
+        # heartbeats waiting for the writer thread: put on the event loop, taken on the writer thread
+        self._beats: queue.SimpleQueue[tuple[HeartbeatRequest, asyncio.Future[MasterReply]]] = queue.SimpleQueue()
+        self._beating: asyncio.Task[None] | None = None
 
     def wake(self) -> None:
         """Run a pass now (a job was submitted, a task ended, a node joined)."""
         self._wake.set()
+
+    async def heartbeat(self, req: HeartbeatRequest) -> MasterReply:
+        """An agent's heartbeat. One that reports what the master expects is answered at once, from memory; the
+        others wait for the writer thread, which handles all those waiting when it gets to them (those that came
+        during a pass, say) in one transaction (``Launcher.heartbeat_batch``). Raises NoNodeError for a node that
+        never registered."""
+        reply = self.launcher.quiet_heartbeat(req)
+        if reply is not None:
+            return reply
+        done: asyncio.Future[MasterReply] = asyncio.get_running_loop().create_future()
+        self._beats.put((req, done))
+        if self._beating is None:
+            self._beating = asyncio.create_task(self._heartbeats(), name="heartbeats")
+        return await done
+
+    async def _heartbeats(self) -> None:
+        try:
+            while not self._beats.empty():
+                for done, reply in await self.store.call(self._heartbeat_batch):
+                    if done.done():  # the agent went away
+                        continue
+                    if isinstance(reply, Exception):
+                        done.set_exception(reply)
+                    else:
+                        done.set_result(reply)
+        finally:
+            self._beating = None
+
+    def _heartbeat_batch(self) -> list[tuple[asyncio.Future[MasterReply], MasterReply | Exception]]:
+        """On the writer thread: every heartbeat waiting now, in one transaction; each with its reply or error."""
+        batch: list[tuple[HeartbeatRequest, asyncio.Future[MasterReply]]] = []
+        with contextlib.suppress(queue.Empty):
+            while True:
+                batch.append(self._beats.get_nowait())
+        try:
+            replies: list[MasterReply | Exception] = [*self.launcher.heartbeat_batch([req for req, _ in batch])]
+        except Exception as e:  # each of them gets the error (a 500)
+            replies = [e] * len(batch)
+        return [(done, reply) for (_, done), reply in zip(batch, replies, strict=True)]
 
     async def run(self) -> None:
         while True:

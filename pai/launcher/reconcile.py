@@ -7,7 +7,9 @@ agent runs that the master does not expect is stopped.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from pai.domain.job import Job, Task
 from pai.domain.states import JobState, TaskState
@@ -69,3 +71,29 @@ def pending_starts(node: str, jobs: list[Job], reported: set[str]) -> list[tuple
         for t in j.tasks
         if t.node == node and t.state is TaskState.WAITING and t.attempt_id and t.attempt_id not in reported
     ]
+
+
+@dataclass
+class NodeJobs:
+    """The active jobs with a task on some nodes, by node, as the heartbeats of one transaction change them (a job
+    on two of the nodes: the second node's heartbeat sees what the first one changed)."""
+
+    by_id: dict[str, Job] = field(default_factory=dict)
+    on: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))  # node -> job ids
+    changed: set[str] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, jobs: Iterable[Job]) -> NodeJobs:
+        out = cls()
+        for job in jobs:
+            out.by_id[job.id] = job
+            for node in {t.node for t in job.tasks if t.node}:
+                out.on[node].append(job.id)
+        return out
+
+    def jobs_on(self, node: str) -> list[Job]:
+        return [self.by_id[i] for i in self.on.get(node, ())]
+
+    def update(self, job: Job) -> None:
+        self.by_id[job.id] = job
+        self.changed.add(job.id)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from sqlalchemy.orm import Session
@@ -44,7 +44,7 @@ from pai.launcher.lifecycle import (
     on_event,
 )
 from pai.launcher.logs import LogLocation
-from pai.launcher.reconcile import pending_starts, reconcile
+from pai.launcher.reconcile import NodeJobs, pending_starts, reconcile
 from pai.launcher.scheduling import FULL_PASS_SECONDS, Scheduling
 from pai.launcher.snapshot import (
     build_snapshot,
@@ -254,7 +254,11 @@ class Launcher:
             log.info("agent registered node=%s address=%s resources=%s", node.name, node.address,
                      node.total.describe())
             self.heartbeats.forget([node.name])
-            return self._sync_node(s, node.name, req.containers, now)[0]
+            on_node = NodeJobs.of(store_jobs.active_jobs_on(s, [node.name]))
+            reply = self._sync_node(s, node.name, req.containers, now, on_node)[0]
+            for job_id in on_node.changed:
+                store_jobs.save_job(s, on_node.by_id[job_id])
+            return reply
 
     def quiet_heartbeat(self, req: HeartbeatRequest) -> MasterReply | None:
         """The reply to a heartbeat that reports what the master expects on its node, from memory, without a
@@ -262,45 +266,73 @@ class Launcher:
         return self._reply() if self.heartbeats.answer(req, self.clock()) else None
 
     def heartbeat(self, req: HeartbeatRequest) -> MasterReply:
-        if (reply := self.quiet_heartbeat(req)) is not None:
-            return reply
-        now = self.clock()
-        with self.db.session() as s:
-            node = _find_node(s, req.node)
-            if node is None:
-                raise NoNodeError(f"node {req.node!r} is not registered; register first")
-            failed = tuple(g.index for g in req.gpus if not g.healthy)
-            state = node.back_from_lost() if node.state is NodeState.LOST else node.state
-            if failed != node.failed_gpus or state is not node.state or req.problems != node.problems:
-                if req.problems != node.problems:
-                    log.warning("node health node=%s problems=%s", node.name, "; ".join(req.problems) or "none")
-                changed = replace(node, failed_gpus=failed, state=state, last_heartbeat=now, problems=req.problems)
-                store_nodes.upsert_node(s, changed, node.log_port)
-                if _capacity(changed) != _capacity(node):
-                    self.scheduling.invalidate()
-            else:
-                store_nodes.touch_heartbeat(s, req.node, now)
-            reply, quiet = self._sync_node(s, req.node, req.containers, now)
-        if quiet is not None:  # committed: until something on the node changes, its heartbeats need no transaction
-            self.heartbeats.learn(req.node, Quiet(failed, req.problems, quiet))
+        (reply,) = self.heartbeat_batch([req])
+        if isinstance(reply, NoNodeError):
+            raise reply
         return reply
 
-    def _sync_node(self, s: Session, node: str, reports: tuple[ContainerReport, ...],
-                   now: float) -> tuple[MasterReply, frozenset[str] | None]:
+    def heartbeat_batch(self, reqs: Sequence[HeartbeatRequest]) -> list[MasterReply | NoNodeError]:
+        """Heartbeats handled in one transaction (those that reached the writer thread while it was busy): one read
+        of their nodes and of the active jobs on them, one write per changed job, one commit. Each gets its reply,
+        or NoNodeError for a node that never registered."""
+        replies: list[MasterReply | NoNodeError | None] = [self.quiet_heartbeat(req) for req in reqs]  # by now
+        if all(r is not None for r in replies):
+            return [r for r in replies if r is not None]
+        now = self.clock()
+        learnt: dict[str, tuple[Quiet, tuple[int, int]]] = {}
+        with self.db.session() as s:
+            names = {req.node for req, reply in zip(reqs, replies, strict=True) if reply is None}
+            nodes = {n.name: n for n in store_nodes.get_nodes(s, names)}
+            on_nodes = NodeJobs.of(store_jobs.active_jobs_on(s, list(nodes)))  # what is on them, not the cluster
+            beats: dict[str, float] = {}
+            for i, req in enumerate(reqs):
+                if replies[i] is not None:
+                    continue
+                node = nodes.get(req.node)
+                if node is None:
+                    replies[i] = NoNodeError(f"node {req.node!r} is not registered; register first")
+                    continue
+                nodes[req.node] = self._note_health(s, node, req, now, beats)
+                replies[i], quiet = self._sync_node(s, req.node, req.containers, now, on_nodes)
+                if quiet is not None:
+                    failed = tuple(g.index for g in req.gpus if not g.healthy)
+                    learnt[req.node] = Quiet(failed, req.problems, quiet), self.heartbeats.token(req.node)
+            for job_id in on_nodes.changed:
+                store_jobs.save_job(s, on_nodes.by_id[job_id])
+            store_nodes.touch_heartbeats(s, beats)
+        for name, (quiet_view, token) in learnt.items():  # committed: until something there changes, its
+            self.heartbeats.learn(name, quiet_view, token)  # heartbeats need no transaction
+        return [r for r in replies if r is not None]
+
+    def _note_health(self, s: Session, node: Node, req: HeartbeatRequest, now: float,
+                     beats: dict[str, float]) -> Node:
+        """Store what a heartbeat says of its node: GPU health, problems, back from LOST (else only its time, in
+        ``beats``)."""
+        failed = tuple(g.index for g in req.gpus if not g.healthy)
+        state = node.back_from_lost() if node.state is NodeState.LOST else node.state
+        if failed == node.failed_gpus and state is node.state and req.problems == node.problems:
+            beats[node.name] = now
+            return node
+        if req.problems != node.problems:
+            log.warning("node health node=%s problems=%s", node.name, "; ".join(req.problems) or "none")
+        changed = replace(node, failed_gpus=failed, state=state, last_heartbeat=now, problems=req.problems)
+        store_nodes.upsert_node(s, changed, node.log_port)
+        if _capacity(changed) != _capacity(node):
+            self.scheduling.invalidate()
+        return changed
+
+    def _sync_node(self, s: Session, node: str, reports: tuple[ContainerReport, ...], now: float,
+                   on_nodes: NodeJobs) -> tuple[MasterReply, frozenset[str] | None]:
         """Reconcile ``node`` with its agent's report: the reply, and the attempts of a node that needed nothing
-        (every expected attempt running and reported as such, nothing else reported), else None."""
-        jobs = store_jobs.active_jobs_on(s, [node])  # what is on the node, not what is in the cluster
+        (every expected attempt running and reported as such, nothing else reported), else None. The jobs it
+        changes are left in ``on_nodes`` for the caller to save."""
+        jobs = on_nodes.jobs_on(node)
         expected = {a: jt for a, jt in live_attempts(jobs).items() if jt[1].node == node}
         plan = reconcile(reports, expected, now, self.config.grace_seconds)
-        by_id = {j.id: j for j in jobs}
-        changed: set[str] = set()
         for job_id, ev in plan.events:
-            by_id[job_id] = self._apply(s, by_id[job_id], ev)
-            changed.add(job_id)
-        for job_id in changed:
-            store_jobs.save_job(s, by_id[job_id])
+            on_nodes.update(self._apply(s, on_nodes.by_id[job_id], ev))
         reported = {r.attempt_id for r in reports}
-        starts = [self._start_command(s, j, t) for j, t in pending_starts(node, list(by_id.values()), reported)]
+        starts = [self._start_command(s, j, t) for j, t in pending_starts(node, on_nodes.jobs_on(node), reported)]
         commands: list[StartTask | StopTask] = [*plan.stops, *starts]
         quiet = (not plan.events and not commands and reported == expected.keys()
                  and all(t.state is TaskState.RUNNING for _, t in expected.values())

@@ -120,12 +120,7 @@ async def agent_heartbeat(request: web.Request) -> web.Response:
         raise InvalidParametersError(str(e)) from None
     if req.node != request.match_info["node"]:
         raise InvalidParametersError(f"node: the body names {req.node!r}, the path {request.match_info['node']!r}")
-    launcher = request.app[LAUNCHER]
-    # A heartbeat that reports what the master expects is answered here, on the event loop, from memory; any
-    # other goes to the writer thread to be reconciled (pai.launcher.heartbeats).
-    reply = launcher.quiet_heartbeat(req)
-    if reply is None:
-        reply = await request.app[STORE].call(launcher.heartbeat, req)
+    reply = await request.app[LOOP].heartbeat(req)
     if any(r.status.value == "exited" for r in req.containers):
         request.app[LOOP].wake()
     return web.json_response(reply.to_dict())

@@ -179,7 +179,10 @@ def set_waiting_reasons(s: Session, reasons: dict[str, dict[str, Any]]) -> None:
 
 def save_job(s: Session, job: Job) -> None:
     """Write ``job``'s state and every task back; task rows not in ``job.tasks`` are deleted. Raises NoJobError."""
-    row = _one(s, _select_jobs().where(JobRow.id == job.id), job.key)
+    # By primary key: a row this transaction has loaded already (the usual case) costs no query.
+    row = s.get(JobRow, job.id, options=[selectinload(JobRow.tasks)])
+    if row is None:
+        raise NoJobError(f"job {job.key} not found")
     _update_row(row, job)
     existing = {(t.role, t.task_index): t for t in row.tasks}
     tasks: list[TaskRow] = []

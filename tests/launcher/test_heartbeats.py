@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
+from pai.domain.errors import NoNodeError
 from pai.domain.jobspec import JobSpec, TaskRoleSpec
 from pai.domain.node import NodeState
 from pai.domain.resources import Resources
@@ -200,3 +201,60 @@ def test_a_full_pass_forgets_every_quiet_view(steady: Steady) -> None:
     steady.launcher.schedule_pass(full=True)
     reply = steady.beat(steady.running())
     assert [c.attempt_id for c in reply.commands if isinstance(c, StopTask)] == [steady.attempt]
+
+
+def _two_node_job(db: Database) -> tuple[Launcher, dict[str, str]]:
+    """Job alice~pair: two tasks that each fill a node, running on n1 and n2 (node -> attempt), both nodes' views
+    learnt."""
+    launcher = Launcher(db, LauncherConfig(node_timeout_seconds=30), clock=Clock(1000.0))
+    for name in ("n1", "n2"):
+        register(launcher, name)
+    pair = JobSpec(name="pair", task_roles=(TaskRoleSpec("w", 2, "sleep 600", Resources(0, 2, 256)),),
+                   image="busybox")
+    launcher.submit("alice", pair, "{}")
+    launcher.schedule_pass()
+    attempts: dict[str, str] = {}
+    for name in ("n1", "n2"):
+        (start,) = launcher.heartbeat(HeartbeatRequest(name)).commands
+        assert isinstance(start, StartTask)
+        attempts[name] = start.attempt_id
+    for _ in range(2):  # RUNNING recorded, then nothing to do: learnt
+        for name, attempt in attempts.items():
+            launcher.heartbeat(HeartbeatRequest(name, (_report(attempt, ContainerStatus.RUNNING),)))
+    return launcher, attempts
+
+
+def _report(attempt: str, status: ContainerStatus, code: int | None = None) -> ContainerReport:
+    return ContainerReport(attempt, "alice~pair", "w", 0, status, exit_code=code, started_at=1000.0,
+                           finished_at=1001.0 if code is not None else None)
+
+
+def test_heartbeats_of_one_batch_see_each_others_changes(tmp_path: Path) -> None:
+    """In one transaction: n2 reports its task running (nothing to do: its view would be learnt), then n1 reports
+    its task failed, which fails the job and stops n2's task. n2's view is not learnt, and the batch's later
+    heartbeat of n2 gets the stop."""
+    with make_database("sqlite", tmp_path) as db:
+        launcher, attempts = _two_node_job(db)
+        launcher.schedule_pass(full=True)  # views forgotten: every heartbeat below goes through the store
+        failed = HeartbeatRequest("n1", (_report(attempts["n1"], ContainerStatus.EXITED, 1),))
+        running_n2 = HeartbeatRequest("n2", (_report(attempts["n2"], ContainerStatus.RUNNING),))
+        first, _, again, ghost = launcher.heartbeat_batch([running_n2, failed, running_n2, HeartbeatRequest("ghost")])
+        assert isinstance(first, MasterReply) and first.commands == ()
+        assert isinstance(again, MasterReply) and isinstance(ghost, NoNodeError)
+        assert [(type(c), c.attempt_id) for c in again.commands] == [(StopTask, attempts["n2"])]
+        assert launcher.quiet_heartbeat(running_n2) is None
+        (stop,) = launcher.heartbeat(running_n2).commands
+        assert isinstance(stop, StopTask) and stop.attempt_id == attempts["n2"]
+
+
+def test_a_batch_is_one_transaction(tmp_path: Path) -> None:
+    with make_database("sqlite", tmp_path) as db:
+        launcher, attempts = _two_node_job(db)
+        begins: list[str] = []
+        event.listen(db.engine, "begin", lambda conn: begins.append("begin"))
+        reqs = [HeartbeatRequest(n, (_report(a, ContainerStatus.RUNNING),), problems=("disk full",))
+                for n, a in attempts.items()]
+        assert all(isinstance(r, MasterReply) for r in launcher.heartbeat_batch(reqs))
+        assert len(begins) == 1
+        with db.session() as s:
+            assert [n.problems for n in nodes.list_nodes(s)] == [("disk full",), ("disk full",)]

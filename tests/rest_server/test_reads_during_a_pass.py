@@ -74,3 +74,30 @@ async def test_a_quiet_heartbeat_is_answered_while_a_pass_holds_the_writer(
             assert not left.is_set()
     finally:
         release.set()
+
+
+async def test_heartbeats_that_wait_for_the_writer_are_handled_in_one_transaction(
+        api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    loop = api.client.app[LOOP]
+    launcher: Launcher = api.client.app[LAUNCHER]
+    for name in ("n1", "n2", "n3"):
+        await add_node(api, name)  # none has heartbeated: their heartbeats need the store
+    batches: list[list[str]] = []
+    real = launcher.heartbeat_batch
+
+    def recorded(reqs: Any) -> Any:
+        batches.append([r.node for r in reqs])
+        return real(reqs)
+
+    monkeypatch.setattr(launcher, "heartbeat_batch", recorded)
+    entered, release, _ = hold_passes(launcher, monkeypatch)
+    try:
+        assert await asyncio.to_thread(entered.wait, 10)
+        beats = [asyncio.create_task(api.call("POST", f"/api/internal/agents/{n}/heartbeat", token=AGENT_TOKEN,
+                                              json_body={"version": 1, "node": n, "containers": []}))
+                 for n in ("n1", "n2", "n3")]
+        await eventually(lambda: loop._beats.qsize() == 3, what="three heartbeats waiting for the writer")
+    finally:
+        release.set()
+    assert [status for status, _ in await asyncio.gather(*beats)] == [200, 200, 200]
+    assert batches == [["n1", "n2", "n3"]]
