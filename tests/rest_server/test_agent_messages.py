@@ -5,8 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pai.domain.resources import Resources
+from pai.jobspec import agentmsg
 from pai.jobspec.agentmsg import check_agent_message
 from pai.protocol import ContainerReport, ContainerStatus, GpuHealth, HeartbeatRequest, NodeInfo, RegisterRequest
 from tests.rest_server.conftest import AGENT_TOKEN, Api
@@ -63,3 +66,61 @@ def test_what_agents_send_passes() -> None:
     gpus = (GpuHealth(0), GpuHealth(1, False, 2))
     check_agent_message(RegisterRequest(node, reports, gpus, ("disk low",)).to_dict(), "register")
     check_agent_message(HeartbeatRequest("gpu-1", reports, gpus, ()).to_dict(), "heartbeat")
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.floats(allow_nan=False) | st.text(max_size=300),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+def _paths(doc: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [at]
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            out += _paths(v, (*at, k))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            out += _paths(v, (*at, i))
+    return out
+
+
+def _replaced(doc: Any, path: tuple[Any, ...], value: Any) -> Any:
+    if not path:
+        return value
+    copy = dict(doc) if isinstance(doc, dict) else list(doc)
+    copy[path[0]] = _replaced(doc[path[0]], path[1:], value)
+    return copy
+
+
+def _valid(check: Any, doc: Any) -> bool:
+    try:
+        check(doc)
+    except Exception:
+        return False
+    return True
+
+
+VALID = register(containers=[{**REPORT, "exitCode": 1, "startedAt": 1.5e9}], gpus=[{"index": 0, "healthy": True}],
+                 problems=["disk low"])
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(st.data())
+def test_the_compiled_schema_accepts_nothing_jsonschema_refuses(data: st.DataObject) -> None:
+    """The compiled check lets a message through on its own; what it refuses, jsonschema judges. So it must
+    never accept what jsonschema refuses (refusing what jsonschema accepts would only be slower)."""
+    path = data.draw(st.sampled_from(_paths(VALID)))
+    doc = _replaced(VALID, path, data.draw(JSON))
+    kind = data.draw(st.sampled_from(["register", "heartbeat"]))
+    if kind == "heartbeat":
+        doc = {k: v for k, v in doc.items() if k != "node"} | {"node": "n1"} if isinstance(doc, dict) else doc
+    fast = _valid(agentmsg._compiled(kind), doc)
+    slow = _valid(lambda d: agentmsg._validator(kind).validate(d), doc)
+    assert not fast or slow, doc
+
+
+@pytest.mark.parametrize(("body", "field", "says"), CASES)
+def test_the_compiled_schema_refuses_every_malformed_register(body: Any, field: str, says: str) -> None:
+    assert not _valid(agentmsg._compiled("register"), body)
