@@ -132,10 +132,17 @@ def get_config_text(s: Session, key: str) -> str:
     return text
 
 
+def _kept(s: Session, rows: Sequence[JobRow]) -> Sequence[JobRow]:
+    """Keep ``rows`` for the rest of the transaction: the session's identity map holds rows only weakly, and a
+    ``save_job`` of one of these jobs then finds its row there instead of querying again."""
+    s.info.setdefault("pai.loaded", []).append(rows)
+    return rows
+
+
 def active_jobs(s: Session) -> list[Job]:
     """Every WAITING, RUNNING or STOPPING job, oldest submission first."""
     query = _select_jobs().where(JobRow.state.in_([st.value for st in ACTIVE_STATES]))
-    return [_to_job(row) for row in s.scalars(query.order_by(JobRow.submitted_at, JobRow.id))]
+    return [_to_job(row) for row in _kept(s, s.scalars(query.order_by(JobRow.submitted_at, JobRow.id)).all())]
 
 
 def active_jobs_on(s: Session, nodes: Collection[str]) -> list[Job]:
@@ -145,14 +152,14 @@ def active_jobs_on(s: Session, nodes: Collection[str]) -> list[Job]:
         return []
     on = select(TaskRow.job_id).where(TaskRow.node.in_(list(nodes)))
     query = _select_jobs().where(JobRow.id.in_(on), JobRow.state.in_([st.value for st in ACTIVE_STATES]))
-    return [_to_job(row) for row in s.scalars(query.order_by(JobRow.submitted_at, JobRow.id))]
+    return [_to_job(row) for row in _kept(s, s.scalars(query.order_by(JobRow.submitted_at, JobRow.id)).all())]
 
 
 def get_jobs_by_id(s: Session, ids: Collection[str]) -> list[Job]:
     """The jobs of ``ids`` that exist (a deleted id is left out), in no particular order."""
     if not ids:
         return []
-    return [_to_job(row) for row in s.scalars(_select_jobs().where(JobRow.id.in_(list(ids))))]
+    return [_to_job(row) for row in _kept(s, s.scalars(_select_jobs().where(JobRow.id.in_(list(ids)))).all())]
 
 
 def held_tasks_on(s: Session, nodes: Collection[str]) -> list[Task]:
@@ -193,8 +200,7 @@ def save_job(s: Session, job: Job) -> None:
         else:
             update_task_row(task_row, task)
         tasks.append(task_row)
-    row.tasks = tasks
-    s.flush()
+    row.tasks = tasks  # written with the rest of the transaction (autoflush sees it before any query)
 
 
 def save_jobs(s: Session, jobs: Sequence[Job]) -> None:

@@ -67,10 +67,9 @@ def test_finish_unknown_attempt(db: Database) -> None:
 def test_events_oldest_first_with_details(db: Database, job_id: str) -> None:
     details = {"by": "bob~big", "rule": "reclaim", "gpus": [0, 1]}
     with db.session() as s:
-        later = jobs.add_event(s, job_id, 20.0, "preempted", "preempted by bob~big under reclaim", details)
+        jobs.add_event(s, job_id, 20.0, "preempted", "preempted by bob~big under reclaim", details)
         jobs.add_event(s, job_id, 10.0, "submitted", "submitted")
         jobs.add_event(s, job_id, 20.0, "requeued", "back in the queue")
-    assert later.id is not None
     with db.session() as s:
         events = jobs.list_events(s, job_id)
     assert [(e.kind, e.details) for e in events] == [
@@ -78,7 +77,8 @@ def test_events_oldest_first_with_details(db: Database, job_id: str) -> None:
         ("preempted", details),
         ("requeued", None),
     ]
-    assert events[1] == JobEvent(job_id, 20.0, "preempted", "preempted by bob~big under reclaim", details, later.id)
+    assert events[1] == JobEvent(job_id, 20.0, "preempted", "preempted by bob~big under reclaim", details, events[1].id)
+    assert len({e.id for e in events}) == 3 and None not in {e.id for e in events}
 
 
 def test_event_for_unknown_job_is_refused(db: Database) -> None:
