@@ -91,7 +91,14 @@ class LauncherLoop:
     async def _heartbeats(self) -> None:
         try:
             while not self._beats.empty():
-                for done, reply in await self.store.call(self._heartbeat_batch):
+                try:
+                    answered = await self.store.call(self._heartbeat_batch)
+                except Exception as e:  # the writer thread is gone (shutting down): none waits for ever
+                    answered = []
+                    with contextlib.suppress(queue.Empty):
+                        while True:
+                            answered.append((self._beats.get_nowait()[1], e))
+                for done, reply in answered:
                     if done.done():  # the agent went away
                         continue
                     if isinstance(reply, Exception):
