@@ -35,39 +35,65 @@ class Scheduling:
     ids: dict[str, str] = field(default_factory=dict)  # job key -> id, of the active jobs the scheduler knows
     stored: dict[str, dict[str, Any] | None] = field(default_factory=dict)  # job key -> its stored waiting reason
     held: dict[str, WaitingReason] = field(default_factory=dict)  # waiting jobs of a stopped or missing VC
+    jobs: dict[str, Job] = field(default_factory=dict)  # job key -> the active job, as the store has it
     full_passes: int = 0
+    reloads: int = 0
     passes: int = 0
     _dirty: set[str] = field(default_factory=set)  # ids of jobs changed since the last pass
     _stale: bool = True
-    _last_full: float = -math.inf
+    _reload: bool = True  # the next full pass reads every active job from the store
+    _last_full: float = -math.inf  # the last full pass read from the store
 
     def changed(self, job_id: str) -> None:
         """A job was submitted or changed: the next pass looks at it again."""
         self._dirty.add(job_id)
 
-    def invalidate(self) -> None:
-        """Something the scheduler does not follow changed (a node): the next pass is a full one."""
+    def invalidate(self, *, reload: bool = False) -> None:
+        """Something the scheduler does not follow changed (a node): the next pass is a full one. ``reload``: what
+        it holds may differ from the store (a pass was rolled back): that full pass reads every job again."""
         self._stale = True
+        self._reload = self._reload or reload
 
     def needs_full(self, now: float, clu: Cluster) -> bool:
         return (self._stale or self.inc is None or clu != self.clu
                 or now - self._last_full >= self.full_pass_seconds)
 
+    def needs_reload(self, now: float) -> bool:
+        """Whether a full pass reads every active job from the store: the first one, after a rolled-back pass, and
+        every ``full_pass_seconds`` (the safety net). Otherwise (a node joined, was lost, cordoned...) it starts
+        from the jobs it follows, brought up to date by ``refresh``: a few rows, not the whole queue."""
+        return self._reload or self.inc is None or now - self._last_full >= self.full_pass_seconds
+
+    def refresh(self, changed: Iterable[Job]) -> list[Job]:
+        """Every active job, oldest submission first, from the jobs followed and ``changed`` (those marked since the
+        last pass, read from the store)."""
+        for job in changed:
+            if job.state.is_terminal():
+                self.jobs.pop(job.key, None)
+            else:
+                self.jobs[job.key] = job
+        return sorted(self.jobs.values(), key=lambda j: (j.submitted_at, j.id))
+
     def rebuild(self, snapshot: Snapshot, clu: Cluster, held: dict[str, WaitingReason], jobs: Iterable[Job],
-                now: float) -> None:
-        """Start over from a full snapshot of the store (``jobs``: every active job)."""
+                now: float, *, reloaded: bool) -> None:
+        """Start over from a full snapshot (``jobs``: every active job; ``reloaded``: read from the store now)."""
         self.inc = IncrementalScheduler(snapshot)
         self.clu = clu
         self.held = dict(held)
         self.ids = {}
-        self.stored = {}
+        stored, self.stored = self.stored, {}
+        self.jobs = {}
         for job in jobs:
             self.ids[job.key] = job.id
-            if job.state is JobState.WAITING:
-                self.stored[job.key] = job.waiting_reason
+            self.jobs[job.key] = job
+            if job.state is JobState.WAITING:  # the reason the store holds (a followed job's may be older)
+                self.stored[job.key] = job.waiting_reason if reloaded else stored.get(job.key, job.waiting_reason)
         self._dirty.clear()
         self._stale = False
-        self._last_full = now
+        if reloaded:
+            self._reload = False
+            self._last_full = now
+            self.reloads += 1
         self.full_passes += 1
 
     def take_changed(self) -> set[str]:
@@ -79,6 +105,7 @@ class Scheduling:
         holds their new form."""
         for job in jobs:
             self._dirty.discard(job.id)
+            self.jobs[job.key] = job
             if job.state is not JobState.WAITING:
                 self.stored.pop(job.key, None)
 
@@ -89,6 +116,10 @@ class Scheduling:
         for job in jobs:
             key = job.key
             self.held.pop(key, None)
+            if job.state.is_terminal():
+                self.jobs.pop(key, None)
+            else:
+                self.jobs[key] = job
             if job.state is JobState.WAITING:
                 self.ids[key] = job.id
                 self.stored[key] = job.waiting_reason

@@ -423,12 +423,14 @@ class Launcher:
                 clu = cluster.load(s)
                 if full or sched.needs_full(now, clu):
                     nodes = store_nodes.list_nodes(s)
-                    jobs = store_jobs.active_jobs(s)
+                    reload = full or sched.needs_reload(now)
+                    jobs = (store_jobs.active_jobs(s) if reload
+                            else sched.refresh(store_jobs.get_jobs_by_id(s, sched.take_changed())))
                     held, held_reasons = hold_back(jobs, clu)
                     quotas = cluster.quotas(clu, cluster.cluster_total(nodes))
                     snapshot = build_snapshot(now, nodes, [j for j in jobs if j.key not in held], quotas,
                                               clu.config.scheduler)
-                    sched.rebuild(snapshot, clu, held_reasons, jobs, now)
+                    sched.rebuild(snapshot, clu, held_reasons, jobs, now, reloaded=reload)
                     self.heartbeats.forget_all()  # the safety net for the quiet view too
                     decision = sched.run(now, full=True)
                     by_key = {j.key: j for j in jobs}
@@ -441,7 +443,7 @@ class Launcher:
                 self._act(s, decision, by_key, nodes, now)
                 store_jobs.set_waiting_reasons(s, sched.reasons_to_store(decision))
         except BaseException:
-            sched.invalidate()  # the pass's changes were rolled back: the scheduler's view is no longer the store's
+            sched.invalidate(reload=True)  # the pass's changes were rolled back: its view is no longer the store's
             raise
         return decision
 

@@ -174,10 +174,14 @@ def test_a_node_change_makes_the_next_pass_a_full_one(databases: tuple[Database,
     assert [a.job for a in launcher.schedule_pass().admissions] == ["alice~a"]
     launcher.schedule_pass()
     assert launcher.scheduling.full_passes == 1
-    # a second node joins: only a rebuilt view knows it, and b starts there
+    # a second node joins: only a rebuilt view knows it, and b starts there; the view is rebuilt from the jobs
+    # the scheduler follows, not from a read of every active job (that is the periodic pass's)
     launcher.register(RegisterRequest(NodeInfo("n2", "10.0.0.2", Resources(0, 1, 1000))))
-    assert [(a.job, a.placements[0].node) for a in launcher.schedule_pass().admissions] == [("alice~b", "n2")]
-    assert launcher.scheduling.full_passes == 2
+    with statements_of(db.engine) as statements:
+        admissions = launcher.schedule_pass().admissions
+    assert [(a.job, a.placements[0].node) for a in admissions] == [("alice~b", "n2")]
+    assert (launcher.scheduling.full_passes, launcher.scheduling.reloads) == (2, 1)
+    assert not [q for q in statements if "FROM jobs" in q and "jobs.state IN" in q], statements
     # a heartbeat that changes nothing keeps the view
     launcher.heartbeat(HeartbeatRequest("n2"))
     launcher.schedule_pass()
@@ -196,7 +200,7 @@ def test_a_full_pass_runs_every_full_pass_seconds(databases: tuple[Database, Dat
     assert launcher.scheduling.full_passes == 1
     clock.now += 1
     launcher.schedule_pass()
-    assert launcher.scheduling.full_passes == 2
+    assert (launcher.scheduling.full_passes, launcher.scheduling.reloads) == (2, 2)  # read from the store
 
 
 def test_a_vc_change_is_seen_by_the_next_pass(databases: tuple[Database, Database]) -> None:
@@ -228,4 +232,4 @@ def test_a_failed_pass_leaves_the_next_one_to_rebuild(databases: tuple[Database,
         launcher.schedule_pass()  # the scheduler admitted `a` in memory; the store rolled the admission back
     monkeypatch.undo()
     assert [a.job for a in launcher.schedule_pass().admissions] == ["alice~a"]
-    assert launcher.scheduling.full_passes == 2
+    assert (launcher.scheduling.full_passes, launcher.scheduling.reloads) == (2, 2)  # read from the store again
