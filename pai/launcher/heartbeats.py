@@ -37,7 +37,7 @@ class Quiet:
             and all(r.status is ContainerStatus.RUNNING and r.attempt_id in self.attempts for r in reports)
             and len({r.attempt_id for r in reports}) == len(self.attempts)
             and req.problems == self.problems
-            and tuple(g.index for g in req.gpus if not g.healthy) == self.failed_gpus
+            and req.failed_gpus == self.failed_gpus
         )
 
 

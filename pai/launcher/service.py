@@ -244,7 +244,7 @@ class Launcher:
                 admin_state=None if old is None else old.admin_state,
                 last_heartbeat=now,
                 port_range=old.port_range if old is not None else self.config.port_range,
-                failed_gpus=tuple(g.index for g in req.gpus if not g.healthy),
+                failed_gpus=req.failed_gpus,
                 log_port=info.log_port,
                 problems=req.problems,
             )
@@ -295,8 +295,7 @@ class Launcher:
                 nodes[req.node] = self._note_health(s, node, req, now, beats)
                 replies[i], quiet = self._sync_node(s, req.node, req.containers, now, on_nodes)
                 if quiet is not None:
-                    failed = tuple(g.index for g in req.gpus if not g.healthy)
-                    learnt[req.node] = Quiet(failed, req.problems, quiet), self.heartbeats.token(req.node)
+                    learnt[req.node] = Quiet(req.failed_gpus, req.problems, quiet), self.heartbeats.token(req.node)
             for job_id in on_nodes.changed:
                 store_jobs.save_job(s, on_nodes.by_id[job_id])
             store_nodes.touch_heartbeats(s, beats)
@@ -308,7 +307,7 @@ class Launcher:
                      beats: dict[str, float]) -> Node:
         """Store what a heartbeat says of its node: GPU health, problems, back from LOST (else only its time, in
         ``beats``)."""
-        failed = tuple(g.index for g in req.gpus if not g.healthy)
+        failed = req.failed_gpus
         state = node.back_from_lost() if node.state is NodeState.LOST else node.state
         if failed == node.failed_gpus and state is node.state and req.problems == node.problems:
             beats[node.name] = now

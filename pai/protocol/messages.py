@@ -123,12 +123,21 @@ class NodeInfo:
             raise ProtocolError(f"bad node info: {e}") from e
 
 
+def failed_gpus(gpus: tuple[GpuHealth, ...]) -> tuple[int, ...]:
+    """The indices of the GPUs an agent reports unhealthy."""
+    return tuple(g.index for g in gpus if not g.healthy)
+
+
 @dataclass(frozen=True, slots=True)
 class RegisterRequest:
     node: NodeInfo
     containers: tuple[ContainerReport, ...] = ()
     gpus: tuple[GpuHealth, ...] = ()
     problems: tuple[str, ...] = ()  # the node's health problems, in words (none: healthy)
+
+    @property
+    def failed_gpus(self) -> tuple[int, ...]:
+        return failed_gpus(self.gpus)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -156,6 +165,10 @@ class HeartbeatRequest:
     containers: tuple[ContainerReport, ...] = ()
     gpus: tuple[GpuHealth, ...] = ()
     problems: tuple[str, ...] = ()
+
+    @property
+    def failed_gpus(self) -> tuple[int, ...]:
+        return failed_gpus(self.gpus)
 
     def to_dict(self) -> dict[str, Any]:
         return {

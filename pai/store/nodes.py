@@ -65,13 +65,9 @@ def set_node_state(s: Session, name: str, state: NodeState) -> None:
     s.flush()
 
 
-def touch_heartbeat(s: Session, name: str, now: float) -> None:
-    _existing(s, name).last_heartbeat = now
-    s.flush()
-
-
 def touch_heartbeats(s: Session, beats: Mapping[str, float]) -> None:
-    """Record the heartbeat times of ``beats`` (node -> time) in one statement; a later stored time is kept."""
+    """Record the heartbeat times of ``beats`` (node -> time) in one statement; a later stored time is kept, and
+    a node not stored is left out."""
     if not beats:
         return
     table = cast(Table, NodeRow.__table__)

@@ -50,7 +50,7 @@ def test_state_and_heartbeat(db: Database) -> None:
     with db.session() as s:
         nodes.upsert_node(s, node("n1"))
         nodes.set_node_state(s, "n1", NodeState.CORDONED)
-        nodes.touch_heartbeat(s, "n1", 123.5)
+        nodes.touch_heartbeats(s, {"n1": 123.5, "ghost": 1.0})
     with db.session() as s:
         stored = nodes.get_node(s, "n1")
     assert (stored.state, stored.last_heartbeat, stored.total) == (NodeState.CORDONED, 123.5, node().total)
@@ -61,7 +61,6 @@ def test_state_and_heartbeat(db: Database) -> None:
     [
         pytest.param(lambda s: nodes.get_node(s, "ghost"), id="get"),
         pytest.param(lambda s: nodes.set_node_state(s, "ghost", NodeState.LOST), id="set state"),
-        pytest.param(lambda s: nodes.touch_heartbeat(s, "ghost", 1.0), id="heartbeat"),
         pytest.param(lambda s: nodes.delete_node(s, "ghost"), id="delete"),
         pytest.param(lambda s: nodes.get_log_port(s, "ghost"), id="log port"),
     ],
@@ -77,3 +76,12 @@ def test_delete_node(db: Database) -> None:
         nodes.upsert_node(s, node("n2"))
         nodes.delete_node(s, "n1")
         assert [n.name for n in nodes.list_nodes(s)] == ["n2"]
+
+
+def test_a_heartbeat_time_never_goes_back(db: Database) -> None:
+    with db.session() as s:
+        nodes.upsert_node(s, node("n1"))
+        nodes.touch_heartbeats(s, {"n1": 200.0})
+        nodes.touch_heartbeats(s, {"n1": 150.0})
+    with db.session() as s:
+        assert nodes.get_node(s, "n1").last_heartbeat == 200.0
