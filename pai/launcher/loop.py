@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import ParamSpec, TypeVar
 
 from pai.launcher.service import Launcher
-from pai.protocol.messages import HeartbeatRequest, MasterReply
+from pai.protocol.messages import AgentRequest, HeartbeatRequest, MasterReply, RegisterRequest
 
 log = logging.getLogger("pai.launcher.loop")
 P = ParamSpec("P")
@@ -66,9 +66,9 @@ class LauncherLoop:
         self._wake = asyncio.Event()
         self._checked = -math.inf
         self.passes = 0
-        # heartbeats waiting for the writer thread: put on the event loop, taken on the writer thread
-        self._beats: queue.SimpleQueue[tuple[HeartbeatRequest, asyncio.Future[MasterReply]]] = queue.SimpleQueue()
-        self._beating: asyncio.Task[None] | None = None
+        # agent messages waiting for the writer thread: put on the event loop, taken on the writer thread
+        self._waiting: queue.SimpleQueue[tuple[AgentRequest, asyncio.Future[MasterReply]]] = queue.SimpleQueue()
+        self._batching: asyncio.Task[None] | None = None
 
     def wake(self) -> None:
         """Run a pass now (a job was submitted, a task ended, a node joined)."""
@@ -76,28 +76,35 @@ class LauncherLoop:
 
     async def heartbeat(self, req: HeartbeatRequest) -> MasterReply:
         """An agent's heartbeat. One that reports what the master expects is answered at once, from memory; the
-        others wait for the writer thread, which handles all those waiting when it gets to them (those that came
-        during a pass, say) in one transaction (``Launcher.heartbeat_batch``). Raises NoNodeError for a node that
-        never registered."""
+        others wait for the writer thread (``_handle``). Raises NoNodeError for a node that never registered."""
         reply = self.launcher.quiet_heartbeat(req)
-        if reply is not None:
-            return reply
+        return reply if reply is not None else await self._handle(req)
+
+    async def register(self, req: RegisterRequest) -> MasterReply:
+        """An agent's registration (``_handle``); a pass follows, for the node's capacity."""
+        reply = await self._handle(req)
+        self.wake()
+        return reply
+
+    async def _handle(self, req: AgentRequest) -> MasterReply:
+        """Wait for the writer thread, which handles every agent message waiting when it gets to them (those that
+        came during a pass, a thousand agents starting at once) in one transaction (``Launcher.agent_batch``)."""
         done: asyncio.Future[MasterReply] = asyncio.get_running_loop().create_future()
-        self._beats.put((req, done))
-        if self._beating is None:
-            self._beating = asyncio.create_task(self._heartbeats(), name="heartbeats")
+        self._waiting.put((req, done))
+        if self._batching is None:
+            self._batching = asyncio.create_task(self._batches(), name="agent messages")
         return await done
 
-    async def _heartbeats(self) -> None:
+    async def _batches(self) -> None:
         try:
-            while not self._beats.empty():
+            while not self._waiting.empty():
                 try:
-                    answered = await self.store.call(self._heartbeat_batch)
+                    answered = await self.store.call(self._batch)
                 except Exception as e:  # the writer thread is gone (shutting down): none waits for ever
                     answered = []
                     with contextlib.suppress(queue.Empty):
                         while True:
-                            answered.append((self._beats.get_nowait()[1], e))
+                            answered.append((self._waiting.get_nowait()[1], e))
                 for done, reply in answered:
                     if done.done():  # the agent went away
                         continue
@@ -106,16 +113,16 @@ class LauncherLoop:
                     else:
                         done.set_result(reply)
         finally:
-            self._beating = None
+            self._batching = None
 
-    def _heartbeat_batch(self) -> list[tuple[asyncio.Future[MasterReply], MasterReply | Exception]]:
-        """On the writer thread: every heartbeat waiting now, in one transaction; each with its reply or error."""
-        batch: list[tuple[HeartbeatRequest, asyncio.Future[MasterReply]]] = []
+    def _batch(self) -> list[tuple[asyncio.Future[MasterReply], MasterReply | Exception]]:
+        """On the writer thread: every agent message waiting now, in one transaction; each with its reply or error."""
+        batch: list[tuple[AgentRequest, asyncio.Future[MasterReply]]] = []
         with contextlib.suppress(queue.Empty):
             while True:
-                batch.append(self._beats.get_nowait())
+                batch.append(self._waiting.get_nowait())
         try:
-            replies: list[MasterReply | Exception] = [*self.launcher.heartbeat_batch([req for req, _ in batch])]
+            replies: list[MasterReply | Exception] = [*self.launcher.agent_batch([req for req, _ in batch])]
         except Exception as e:  # each of them gets the error (a 500)
             replies = [e] * len(batch)
         return [(done, reply) for (_, done), reply in zip(batch, replies, strict=True)]

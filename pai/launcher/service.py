@@ -56,6 +56,7 @@ from pai.launcher.snapshot import (
 )
 from pai.protocol.exitcodes import PlatformExit
 from pai.protocol.messages import (
+    AgentRequest,
     ContainerReport,
     ContainerStatus,
     HeartbeatRequest,
@@ -228,37 +229,9 @@ class Launcher:
     # ---- agents -------------------------------------------------------------------------------
 
     def register(self, req: RegisterRequest) -> MasterReply:
-        info = req.node
-        now = self.clock()
-        with self.db.session() as s:
-            old = _find_node(s, info.name)
-            node = Node(
-                name=info.name,
-                address=info.address,
-                total=info.resources,
-                gpu_type=info.gpu_type,
-                gpu_memory_mb=info.gpu_memory_mb,
-                labels=dict(info.labels),
-                state=NodeState.READY if old is None else old.back_from_lost() if old.state is NodeState.LOST
-                else old.state,
-                admin_state=None if old is None else old.admin_state,
-                last_heartbeat=now,
-                port_range=old.port_range if old is not None else self.config.port_range,
-                failed_gpus=req.failed_gpus,
-                log_port=info.log_port,
-                problems=req.problems,
-            )
-            store_nodes.upsert_node(s, node, node.log_port)
-            if old is None or _capacity(old) != _capacity(node):
-                self.scheduling.invalidate()
-            log.info("agent registered node=%s address=%s resources=%s", node.name, node.address,
-                     node.total.describe())
-            self.heartbeats.forget([node.name])
-            on_node = NodeJobs.of(store_jobs.active_jobs_on(s, [node.name]))
-            reply = self._sync_node(s, node.name, req.containers, now, on_node)[0]
-            for job_id in on_node.changed:
-                store_jobs.save_job(s, on_node.by_id[job_id])
-            return reply
+        (reply,) = self.agent_batch([req])
+        assert not isinstance(reply, NoNodeError)  # a registration makes its node
+        return reply
 
     def quiet_heartbeat(self, req: HeartbeatRequest) -> MasterReply | None:
         """The reply to a heartbeat that reports what the master expects on its node, from memory, without a
@@ -266,42 +239,73 @@ class Launcher:
         return self._reply() if self.heartbeats.answer(req, self.clock()) else None
 
     def heartbeat(self, req: HeartbeatRequest) -> MasterReply:
-        (reply,) = self.heartbeat_batch([req])
+        (reply,) = self.agent_batch([req])
         if isinstance(reply, NoNodeError):
             raise reply
         return reply
 
-    def heartbeat_batch(self, reqs: Sequence[HeartbeatRequest]) -> list[MasterReply | NoNodeError]:
-        """Heartbeats handled in one transaction (those that reached the writer thread while it was busy): one read
-        of their nodes and of the active jobs on them, one write per changed job, one commit. Each gets its reply,
-        or NoNodeError for a node that never registered."""
-        replies: list[MasterReply | NoNodeError | None] = [self.quiet_heartbeat(req) for req in reqs]  # by now
+    def agent_batch(self, reqs: Sequence[AgentRequest]) -> list[MasterReply | NoNodeError]:
+        """Registrations and heartbeats handled in one transaction, in order (those that reached the writer thread
+        while it was busy: during a pass, say, or when a thousand agents start at once): one read of their nodes
+        and of the active jobs on them, one write per changed job, one commit. Each gets its reply, or
+        NoNodeError for a heartbeat of a node that never registered."""
+        replies: list[MasterReply | NoNodeError | None] = [
+            None if isinstance(req, RegisterRequest) else self.quiet_heartbeat(req) for req in reqs]  # by now
         if all(r is not None for r in replies):
             return [r for r in replies if r is not None]
         now = self.clock()
         learnt: dict[str, tuple[Quiet, tuple[int, int]]] = {}
         with self.db.session() as s:
-            names = {req.node for req, reply in zip(reqs, replies, strict=True) if reply is None}
+            names = {req.node_name for req, reply in zip(reqs, replies, strict=True) if reply is None}
             nodes = {n.name: n for n in store_nodes.get_nodes(s, names)}
-            on_nodes = NodeJobs.of(store_jobs.active_jobs_on(s, list(nodes)))  # what is on them, not the cluster
+            on_nodes = NodeJobs.of(store_jobs.active_jobs_on(s, list(names)))  # what is on them, not the cluster
             beats: dict[str, float] = {}
             for i, req in enumerate(reqs):
+                name = req.node_name
                 if replies[i] is not None:
                     continue
-                node = nodes.get(req.node)
-                if node is None:
-                    replies[i] = NoNodeError(f"node {req.node!r} is not registered; register first")
+                if isinstance(req, RegisterRequest):
+                    nodes[name] = self._register(s, req, nodes.get(name), now)
+                elif (node := nodes.get(name)) is None:
+                    replies[i] = NoNodeError(f"node {name!r} is not registered; register first")
                     continue
-                nodes[req.node] = self._note_health(s, node, req, now, beats)
-                replies[i], quiet = self._sync_node(s, req.node, req.containers, now, on_nodes)
-                if quiet is not None:
-                    learnt[req.node] = Quiet(req.failed_gpus, req.problems, quiet), self.heartbeats.token(req.node)
+                else:
+                    nodes[name] = self._note_health(s, node, req, now, beats)
+                replies[i], quiet = self._sync_node(s, name, req.containers, now, on_nodes)
+                if quiet is not None and isinstance(req, HeartbeatRequest):
+                    learnt[name] = Quiet(req.failed_gpus, req.problems, quiet), self.heartbeats.token(name)
             for job_id in on_nodes.changed:
                 store_jobs.save_job(s, on_nodes.by_id[job_id])
             store_nodes.touch_heartbeats(s, beats)
         for name, (quiet_view, token) in learnt.items():  # committed: until something there changes, its
             self.heartbeats.learn(name, quiet_view, token)  # heartbeats need no transaction
         return [r for r in replies if r is not None]
+
+    def _register(self, s: Session, req: RegisterRequest, old: Node | None, now: float) -> Node:
+        """Store a node as its agent describes it; what the master decided of it (admin state, LOST) stays."""
+        info = req.node
+        node = Node(
+            name=info.name,
+            address=info.address,
+            total=info.resources,
+            gpu_type=info.gpu_type,
+            gpu_memory_mb=info.gpu_memory_mb,
+            labels=dict(info.labels),
+            state=NodeState.READY if old is None else old.back_from_lost() if old.state is NodeState.LOST
+            else old.state,
+            admin_state=None if old is None else old.admin_state,
+            last_heartbeat=now,
+            port_range=old.port_range if old is not None else self.config.port_range,
+            failed_gpus=req.failed_gpus,
+            log_port=info.log_port,
+            problems=req.problems,
+        )
+        store_nodes.upsert_node(s, node, node.log_port)
+        if old is None or _capacity(old) != _capacity(node):
+            self.scheduling.invalidate()
+        log.info("agent registered node=%s address=%s resources=%s", node.name, node.address, node.total.describe())
+        self.heartbeats.forget([node.name])
+        return node
 
     def _note_health(self, s: Session, node: Node, req: HeartbeatRequest, now: float,
                      beats: dict[str, float]) -> Node:

@@ -136,6 +136,10 @@ class RegisterRequest:
     problems: tuple[str, ...] = ()  # the node's health problems, in words (none: healthy)
 
     @property
+    def node_name(self) -> str:
+        return self.node.name
+
+    @property
     def failed_gpus(self) -> tuple[int, ...]:
         return failed_gpus(self.gpus)
 
@@ -167,6 +171,10 @@ class HeartbeatRequest:
     problems: tuple[str, ...] = ()
 
     @property
+    def node_name(self) -> str:
+        return self.node
+
+    @property
     def failed_gpus(self) -> tuple[int, ...]:
         return failed_gpus(self.gpus)
 
@@ -191,6 +199,10 @@ class HeartbeatRequest:
             )
         except (KeyError, TypeError) as e:
             raise ProtocolError(f"bad heartbeat: {e}") from e
+
+
+# What an agent sends the master over HTTP (the master handles them in order, several in one transaction).
+AgentRequest = RegisterRequest | HeartbeatRequest
 
 
 @dataclass(frozen=True, slots=True)

@@ -102,8 +102,7 @@ async def agent_register(request: web.Request) -> web.Response:
         req = RegisterRequest.from_dict(check_agent_message(await json_body(request), "register"))
     except ProtocolError as e:
         raise InvalidParametersError(str(e)) from None
-    reply = await request.app[STORE].call(request.app[LAUNCHER].register, req)
-    request.app[LOOP].wake()
+    reply = await request.app[LOOP].register(req)
     return web.json_response(reply.to_dict())
 
 

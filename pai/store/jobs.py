@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session, selectinload
 from pai.domain.errors import ConflictJobError, NoJobError
 from pai.domain.job import Job, Task
 from pai.domain.states import JobState, TaskState
+from pai.store import keyword
 from pai.store.codec import spec_from_dict, spec_to_dict, task_from_row, task_to_row, update_task_row
 from pai.store.history import add_event, finish_attempt, list_attempts, list_events, record_attempt
 from pai.store.schema import JobRow, TaskRow
@@ -112,6 +113,7 @@ def insert_job(s: Session, job: Job, config_text: str) -> None:
             s.add(row)
     except IntegrityError as e:
         raise ConflictJobError(f"job {job.key} already exists") from e
+    keyword.add(s, job.id, job.name)
 
 
 def get_job(s: Session, key: str) -> Job:

@@ -238,7 +238,7 @@ def test_heartbeats_of_one_batch_see_each_others_changes(tmp_path: Path) -> None
         launcher.schedule_pass(full=True)  # views forgotten: every heartbeat below goes through the store
         failed = HeartbeatRequest("n1", (_report(attempts["n1"], ContainerStatus.EXITED, 1),))
         running_n2 = HeartbeatRequest("n2", (_report(attempts["n2"], ContainerStatus.RUNNING),))
-        first, _, again, ghost = launcher.heartbeat_batch([running_n2, failed, running_n2, HeartbeatRequest("ghost")])
+        first, _, again, ghost = launcher.agent_batch([running_n2, failed, running_n2, HeartbeatRequest("ghost")])
         assert isinstance(first, MasterReply) and first.commands == ()
         assert isinstance(again, MasterReply) and isinstance(ghost, NoNodeError)
         assert [(type(c), c.attempt_id) for c in again.commands] == [(StopTask, attempts["n2"])]
@@ -254,7 +254,7 @@ def test_a_batch_is_one_transaction(tmp_path: Path) -> None:
         event.listen(db.engine, "begin", lambda conn: begins.append("begin"))
         reqs = [HeartbeatRequest(n, (_report(a, ContainerStatus.RUNNING),), problems=("disk full",))
                 for n, a in attempts.items()]
-        assert all(isinstance(r, MasterReply) for r in launcher.heartbeat_batch(reqs))
+        assert all(isinstance(r, MasterReply) for r in launcher.agent_batch(reqs))
         assert len(begins) == 1
         with db.session() as s:
             assert [n.problems for n in nodes.list_nodes(s)] == [("disk full",), ("disk full",)]

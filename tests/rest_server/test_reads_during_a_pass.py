@@ -83,21 +83,53 @@ async def test_heartbeats_that_wait_for_the_writer_are_handled_in_one_transactio
     for name in ("n1", "n2", "n3"):
         await add_node(api, name)  # none has heartbeated: their heartbeats need the store
     batches: list[list[str]] = []
-    real = launcher.heartbeat_batch
+    real = launcher.agent_batch
 
     def recorded(reqs: Any) -> Any:
-        batches.append([r.node for r in reqs])
+        batches.append([r.node_name for r in reqs])
         return real(reqs)
 
-    monkeypatch.setattr(launcher, "heartbeat_batch", recorded)
+    monkeypatch.setattr(launcher, "agent_batch", recorded)
     entered, release, _ = hold_passes(launcher, monkeypatch)
     try:
         assert await asyncio.to_thread(entered.wait, 10)
         beats = [asyncio.create_task(api.call("POST", f"/api/internal/agents/{n}/heartbeat", token=AGENT_TOKEN,
                                               json_body={"version": 1, "node": n, "containers": []}))
                  for n in ("n1", "n2", "n3")]
-        await eventually(lambda: loop._beats.qsize() == 3, what="three heartbeats waiting for the writer")
+        await eventually(lambda: loop._waiting.qsize() == 3, what="three heartbeats waiting for the writer")
     finally:
         release.set()
     assert [status for status, _ in await asyncio.gather(*beats)] == [200, 200, 200]
     assert batches == [["n1", "n2", "n3"]]
+
+
+async def test_registrations_that_wait_for_the_writer_are_handled_in_one_transaction_in_order(
+        api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A thousand agents starting at once do not take a transaction each: registrations wait with the heartbeats
+    and are handled in order with them (a node's heartbeat after its registration finds it)."""
+    loop = api.client.app[LOOP]
+    launcher: Launcher = api.client.app[LAUNCHER]
+    batches: list[list[tuple[str, str]]] = []
+    real = launcher.agent_batch
+
+    def recorded(reqs: Any) -> Any:
+        batches.append([(type(r).__name__, r.node_name) for r in reqs])
+        return real(reqs)
+
+    monkeypatch.setattr(launcher, "agent_batch", recorded)
+    entered, release, _ = hold_passes(launcher, monkeypatch)
+    try:
+        await add_node(api, "n0")  # wakes the loop: the held pass starts
+        assert await asyncio.to_thread(entered.wait, 10)
+        calls = [asyncio.create_task(add_node(api, name)) for name in ("n1", "n2")]
+        await eventually(lambda: loop._waiting.qsize() == 2, what="two registrations waiting for the writer")
+        beat = asyncio.create_task(api.call("POST", "/api/internal/agents/n1/heartbeat", token=AGENT_TOKEN,
+                                            json_body={"version": 1, "node": "n1", "containers": []}))
+        await eventually(lambda: loop._waiting.qsize() == 3, what="and a heartbeat of n1")
+    finally:
+        release.set()
+    await asyncio.gather(*calls)
+    assert (await beat)[0] == 200
+    assert batches[1:] == [[("RegisterRequest", "n1"), ("RegisterRequest", "n2"), ("HeartbeatRequest", "n1")]]
+    status, body = await api.call("GET", "/api/v2/nodes")
+    assert status == 200 and {n["name"] for n in body} >= {"n0", "n1", "n2"}

@@ -25,7 +25,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.exc import OperationalError
 
-from pai.store import credentials
+from pai.store import credentials, keyword
 from pai.store.db import Database, normalize_url
 from pai.store.schema import metadata
 
@@ -66,6 +66,9 @@ def _postgres_schema() -> Iterator[str]:
     try:
         with admin.connect() as connection:
             connection.execute(text(f'CREATE SCHEMA "{schema}"'))
+            # Installed once for the database, as an operator would: the keyword index's migration finds it in
+            # ``public`` instead of creating it in this schema (and dropping it, and every schema's index, with it).
+            connection.execute(text("CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public"))
         separator = "&" if "?" in POSTGRES_URL else "?"
         yield f"{POSTGRES_URL}{separator}options={quote(f'-csearch_path={schema}')}"
     finally:
@@ -106,6 +109,7 @@ def reset_database(db: Database) -> None:
         else:
             for table in reversed(metadata.sorted_tables):
                 s.execute(table.delete())
+            keyword.rebuild(s.connection())  # of no jobs: the index of the deleted ones goes
 
 
 def _kind_params() -> list[object]:

@@ -13,7 +13,7 @@ from pai.domain.errors import InvalidParametersError
 from pai.domain.job import Job, Task
 from pai.domain.resources import Resources
 from pai.domain.states import JobState
-from pai.store import jobs
+from pai.store import jobs, summaries
 from pai.store.db import Database
 from pai.store.summaries import JobFilters, JobSummary, count_query, list_summaries, page_keys, page_query
 from tests.dbkit import statements_of
@@ -45,6 +45,13 @@ def catalogue(db: Database) -> dict[str, Job]:
     values = [replace(v, id=f"{i}-{v.name}") for i, v in enumerate(values)]  # "4-infer" < "5-same-time"
     _insert(db, *values)
     return {v.name: v for v in values}
+
+
+@pytest.fixture(params=["index", "walk"])
+def keyword_plan(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A keyword with matches read through its index (few matches), or by walking the list's order (many)."""
+    monkeypatch.setattr(summaries, "SPARSE", 1_000_000 if request.param == "index" else 0)
+    return str(request.param)
 
 
 def _names(db: Database, **filters: Any) -> list[str]:
@@ -86,11 +93,19 @@ def test_the_counts_follow_the_spec_not_the_task_rows(db: Database) -> None:
         pytest.param({"keyword": "TRAIN"}, ["trainxb", "eval-TRAIN", "train_b", "train-a"], id="keyword any case"),
         pytest.param({"keyword": "n_b"}, ["train_b"], id="underscore is literal"),
         pytest.param({"keyword": "%"}, [], id="percent is literal"),
+        pytest.param({"keyword": "ra%n"}, [], id="percent is literal in a longer keyword"),
+        pytest.param({"keyword": "xb"}, ["trainxb"], id="two characters: no trigram"),
+        pytest.param({"keyword": "-train"}, ["eval-TRAIN"], id="keyword with a dash"),
+        pytest.param({"keyword": 'ain"'}, [], id="a double quote is literal"),
+        pytest.param({"keyword": "trainx"}, ["trainxb"], id="longer than a trigram"),
+        pytest.param({"keyword": "aintr"}, [], id="its trigrams, not in that order"),
+        pytest.param({"keyword": "train", "username": "bob"}, ["trainxb", "eval-TRAIN"], id="keyword and user"),
+        pytest.param({"keyword": "train", "states": (S,)}, [], id="keyword and a state no match has"),
         pytest.param({"vc": "dev", "username": "alice", "states": (R,)}, ["train-a"], id="filters combine"),
         pytest.param({"username": "nobody"}, [], id="no match"),
     ],
 )
-def test_filters_and_order(catalogue: dict[str, Job], db: Database, filters: dict[str, Any],
+def test_filters_and_order(catalogue: dict[str, Job], db: Database, keyword_plan: str, filters: dict[str, Any],
                            expected: list[str]) -> None:
     assert _names(db, **filters) == expected
     with db.session() as s:
@@ -108,7 +123,7 @@ def test_filters_and_order(catalogue: dict[str, Job], db: Database, filters: dic
         pytest.param(0, 0, [], id="limit zero"),
     ],
 )
-def test_pages_and_the_total(catalogue: dict[str, Job], db: Database, offset: int, limit: int,
+def test_pages_and_the_total(catalogue: dict[str, Job], db: Database, keyword_plan: str, offset: int, limit: int,
                              expected: list[str]) -> None:
     names = ("trainxb", "eval-TRAIN", "train_b", "train-a")
     with db.session() as s:
@@ -160,12 +175,12 @@ def _plan(db: Database, query: Select[*tuple[Any, ...]]) -> str:
         pytest.param({"username": "bob"}, "ix_jobs_user_name_submitted_at_id", id="username"),
         pytest.param({"vc": "dev"}, "ix_jobs_vc_submitted_at_id", id="vc"),
         pytest.param({"states": (S,)}, "ix_jobs_state_submitted_at_id", id="state"),
-        pytest.param({"keyword": "train"}, "ix_jobs_submitted_at_id_name", id="keyword: scans the order index"),
+        pytest.param({"keyword": "train"}, "ix_jobs_submitted_at_id_name", id="keyword, many matches: walks the order"),
     ],
 )
 def test_each_filter_and_the_order_use_an_index(catalogue: dict[str, Job], db: Database, filters: dict[str, Any],
                                                 index: str) -> None:
-    plan = _plan(db, page_keys(JobFilters(limit=20, **filters)))
+    plan = _plan(db, page_keys(JobFilters(limit=20, **filters), db.dialect))
     scan = next(line for line in plan.splitlines() if " jobs" in line)
     assert index in scan, plan
     assert "TEMP B-TREE" not in plan and "Sort" not in plan, plan  # the index gives the order: no sort
@@ -176,7 +191,7 @@ def test_each_filter_and_the_order_use_an_index(catalogue: dict[str, Job], db: D
 def test_several_states_use_an_index(catalogue: dict[str, Job], db: Database) -> None:
     """Several states are several ranges: the planner reads their ids from the state index and sorts them, or
     walks the order index and filters (PostgreSQL here, where sorts are priced out). Never the whole table."""
-    plan = _plan(db, page_keys(JobFilters(limit=20, states=(W, R))))
+    plan = _plan(db, page_keys(JobFilters(limit=20, states=(W, R)), db.dialect))
     assert "ix_jobs_state_submitted_at_id" in plan or "ix_jobs_submitted_at_id_name" in plan, plan
 
 
@@ -187,5 +202,22 @@ def test_the_page_reads_its_rows_by_primary_key(catalogue: dict[str, Job], db: D
 
 
 def test_the_count_of_a_filter_reads_its_index(catalogue: dict[str, Job], db: Database) -> None:
-    plan = _plan(db, count_query(JobFilters(limit=1, username="bob")))
+    plan = _plan(db, count_query(JobFilters(limit=1, username="bob"), db.dialect))
     assert "user_name" in plan and ("COVERING INDEX" in plan or db.dialect == "postgresql"), plan
+
+
+def test_a_keyword_with_few_matches_is_read_through_its_index(catalogue: dict[str, Job], db: Database) -> None:
+    plan = _plan(db, page_keys(JobFilters(limit=20, keyword="train"), db.dialect, indexed=True))
+    assert ("VIRTUAL TABLE" in plan if db.dialect == "sqlite" else "ix_job_names_name_lower" in plan), plan
+    assert "SCAN jobs" not in plan, plan
+
+
+def test_the_keyword_index_follows_new_jobs_and_counts_alone(catalogue: dict[str, Job], db: Database) -> None:
+    """A job inserted later is found through the index; a keyword alone is counted by the index (one read fewer)."""
+    _insert(db, replace(job("late-TRAINING", "erin", submitted_at=9), id="9-late"))
+    with statements_of(db.engine) as statements, db.session() as s:
+        found, total = list_summaries(s, JobFilters(limit=2, keyword="training", with_total=True))
+    assert ([j.name for j in found], total) == (["late-TRAINING"], 1)
+    assert len([q for q in statements if q.lstrip().upper().startswith("SELECT")]) == 2  # the index's count, the page
+    with db.session() as s:
+        assert list_summaries(s, JobFilters(limit=2, keyword="nowhere", with_total=True)) == ([], 0)
