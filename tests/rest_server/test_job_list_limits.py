@@ -15,7 +15,7 @@ from pai.domain.states import JobState
 from pai.launcher import queries
 from pai.launcher.queries import JobFilters
 from pai.rest_server.views import job_summary
-from pai.store import codec
+from pai.store import codec, keyword
 from pai.store import jobs as store_jobs
 from pai.store.db import Database
 from pai.store.schema import JobRow, TaskRow
@@ -45,6 +45,7 @@ def store_many(db_url: str, values: list[Job]) -> None:
         with db.session() as s:
             s.execute(insert(JobRow), job_rows)
             s.execute(insert(TaskRow), task_rows)
+            keyword.rebuild(s.connection())  # the rows went in around insert_job: index their names
             assert store_jobs.get_job(s, values[-1].key) == values[-1]  # what the store reads back
     finally:
         db.dispose()
