@@ -139,6 +139,8 @@ class LauncherLoop:
                     await self.store.call(self.launcher.check_nodes)
                 await self.store.call(self.launcher.schedule_pass)
                 self.passes += 1
+                if self.launcher.scheduling.postponed:  # admissions left for the next pass: run it soon (the
+                    self.wake()  # agent messages that came meanwhile go first: the writer thread takes turns)
                 touched = await self.store.call(self.launcher.take_touched)
                 if touched and self.notify is not None:
                     await self.notify(touched)

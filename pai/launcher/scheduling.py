@@ -41,6 +41,7 @@ class Scheduling:
     full_passes: int = 0
     reloads: int = 0
     passes: int = 0
+    postponed: int = 0  # admissions the last pass decided and left to the next one (``postpone``)
     _dirty: set[str] = field(default_factory=set)  # ids of jobs changed since the last pass
     _stale: bool = True
     _reload: bool = True  # the next full pass reads every active job from the store
@@ -111,6 +112,12 @@ class Scheduling:
             if job.state is not JobState.WAITING:
                 self.stored.pop(job.key, None)
 
+    def postpone(self, jobs: list[Job]) -> None:
+        """Admissions the pass decided but did not act on (more than a pass acts on): the scheduler takes these
+        jobs back as waiting, as they are in the store, and the next pass decides them again."""
+        self.follow(jobs)
+        self.postponed = len(jobs)
+
     def follow(self, jobs: Iterable[Job]) -> None:
         """Hand the scheduler the current form of each changed job."""
         inc, clu = self.inc, self.clu
@@ -152,6 +159,7 @@ class Scheduling:
     def run(self, now: float, *, full: bool = False) -> Decision:
         """One pass; the jobs held back wait with their reasons."""
         assert self.inc is not None
+        self.postponed = 0
         decision = self.inc.schedule(now, full=full)
         decision.waiting.update(self.held)
         self.passes += 1

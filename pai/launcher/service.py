@@ -94,6 +94,10 @@ class LauncherConfig:
     fence_grace_seconds: float = 5.0  # how long a fenced task gets between SIGTERM and SIGKILL
     port_range: tuple[int, int] = (20000, 40000)
     full_pass_seconds: float = FULL_PASS_SECONDS  # the scheduler's safety net: a pass rebuilt from the store
+    # The most admissions one pass acts on (binds, stores, tells the agents): a pass that decides more (the first
+    # after a thousand nodes joined a full queue) leaves the rest to the next pass, soon, so that no transaction
+    # holds the writer thread for seconds while agents wait.
+    admissions_per_pass: int = 1000
 
     @property
     def fence_window_seconds(self) -> float:
@@ -454,10 +458,12 @@ class Launcher:
              now: float) -> None:
         """Bind and start the admitted jobs, stop the victims; with ``nodes`` (a full pass), also move the jobs off
         draining nodes."""
-        placed = {p.node for a in decision.admissions for p in a.placements}
+        admissions, later = (decision.admissions[:self.config.admissions_per_pass],
+                             decision.admissions[self.config.admissions_per_pass:])
+        placed = {p.node for a in admissions for p in a.placements}
         led = ledgers(store_nodes.get_nodes(s, placed), store_jobs.held_tasks_on(s, placed)) if placed else {}
         told: list[Job] = []
-        for adm in decision.admissions:
+        for adm in admissions:
             job = by_key[adm.job]
             try:
                 bindings = tuple(
@@ -481,6 +487,9 @@ class Launcher:
             told.append(victim)
             log.info("job preempted job=%s preemptor=%s rule=%s", pre.victim, pre.preemptor, pre.rule)
         self.scheduling.settled(told)
+        if later:
+            self.scheduling.postpone([by_key[a.job] for a in later])
+            log.info("admissions left to the next pass count=%d", len(later))
         for victim in draining_victims(nodes or [], by_key.values()):
             victim = self._apply(s, victim, Preempted(now, "node drain", "drain", drain_message(victim, nodes or [])))
             store_jobs.save_job(s, victim)

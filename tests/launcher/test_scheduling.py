@@ -13,6 +13,7 @@ import pytest
 from pai.domain.jobspec import JobSpec, TaskRoleSpec
 from pai.domain.node import NodeState
 from pai.domain.resources import Resources
+from pai.domain.states import JobState
 from pai.launcher import cluster
 from pai.launcher.service import Launcher, LauncherConfig
 from pai.launcher.vcadmin import VcAdmin
@@ -233,3 +234,25 @@ def test_a_failed_pass_leaves_the_next_one_to_rebuild(databases: tuple[Database,
     monkeypatch.undo()
     assert [a.job for a in launcher.schedule_pass().admissions] == ["alice~a"]
     assert (launcher.scheduling.full_passes, launcher.scheduling.reloads) == (2, 2)  # read from the store again
+
+
+def test_a_pass_acts_on_at_most_admissions_per_pass_and_leaves_the_rest_to_the_next(
+        databases: tuple[Database, Database]) -> None:
+    """The first pass after nodes join a long queue decides many admissions; it acts on a bounded number (a
+    short transaction) and the scheduler takes the rest back as waiting, for the next pass to decide again."""
+    db = databases[0]
+    launcher = Launcher(db, LauncherConfig(admissions_per_pass=2), clock=Clock(1000.0))
+    for i in range(5):
+        launcher.submit("alice", spec(f"j{i}", 0), "{}")
+    launcher.register(RegisterRequest(NodeInfo("n1", "10.0.0.1", Resources(0, 8, 8000))))
+    acted: list[list[str]] = []
+    while not acted or launcher.scheduling.postponed:
+        launcher.schedule_pass()
+        with db.session() as s:
+            admitted = sorted(j.name for j in jobs.active_jobs(s) if j.state is not JobState.WAITING)
+        acted.append(admitted)
+    assert acted == [["j0", "j1"], ["j0", "j1", "j2", "j3"], ["j0", "j1", "j2", "j3", "j4"]]
+    assert launcher.scheduling.postponed == 0 and not launcher.schedule_pass().admissions  # none admitted twice
+    with db.session() as s:
+        attempts = [t.attempt_id for j in jobs.active_jobs(s) for t in j.tasks]
+    assert len(attempts) == 5 and None not in attempts  # each bound, once
