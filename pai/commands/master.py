@@ -37,9 +37,11 @@ from pai.store.db import default_data_dir
               help="How long a fenced task (its agent lost the master) gets between SIGTERM and SIGKILL.")
 @click.option("--full-pass-seconds", default=60.0, show_default=True, type=click.FloatRange(min=0.1),
               help="How often the scheduler rebuilds its view from the store (passes in between are incremental).")
+@click.option("--admissions-per-pass", default=1000, show_default=True, type=click.IntRange(min=1),
+              help="The most admissions one scheduling pass acts on; the rest go to the next pass, at once.")
 def master(host: str, port: int, data_dir: Path | None, database_url: str | None, grace_seconds: float,
            node_timeout: float, vc_config: Path | None, heartbeat: float, max_body_mb: int,
-           fence_grace: float, full_pass_seconds: float) -> None:
+           fence_grace: float, full_pass_seconds: float, admissions_per_pass: int) -> None:
     """Run the master: REST API, scheduler loop and store."""
     setup_logging("master")
     if vc_config is not None:
@@ -57,6 +59,7 @@ def master(host: str, port: int, data_dir: Path | None, database_url: str | None
         launcher=LauncherConfig(
             grace_seconds=grace_seconds, node_timeout_seconds=node_timeout, heartbeat_seconds=heartbeat,
             fence_grace_seconds=fence_grace, full_pass_seconds=full_pass_seconds,
+            admissions_per_pass=admissions_per_pass,
         ),
     )
     try:

@@ -42,7 +42,7 @@ class Quiet:
 
 
 class Heartbeats:
-    """The quiet view of each node, and the times of the heartbeats answered from it (not yet stored).
+    """The quiet view of each node, and the times of the heartbeats that arrived (not yet stored).
 
     Read on the event loop, changed on the store's writer thread: each node's view is one immutable value, so a
     heartbeat sees it whole, before or after a change, and one answered just before a change is one that arrived
@@ -56,13 +56,17 @@ class Heartbeats:
         self._forgotten: dict[str, int] = {}  # node -> how often it was forgotten
 
     def answer(self, req: HeartbeatRequest, now: float) -> bool:
-        """True, and the heartbeat's time kept, when ``req`` reports exactly what its node's quiet view expects."""
-        quiet = self._quiet.get(req.node)
-        if quiet is None or not quiet.matches(req):
-            return False
+        """Whether ``req`` reports exactly what its node's quiet view expects. Its time is kept either way: a node
+        is alive when its heartbeat arrives, not when the writer thread gets to it (a heartbeat that waits behind
+        a long transaction does not make its node LOST)."""
         with self._lock:
             self._beats[req.node] = now
-        return True
+        return self.quiet(req)
+
+    def quiet(self, req: HeartbeatRequest) -> bool:
+        """Whether ``req`` reports exactly what its node's quiet view expects (its time is not kept)."""
+        view = self._quiet.get(req.node)
+        return view is not None and view.matches(req)
 
     def token(self, node: str) -> tuple[int, int]:
         """Taken when a heartbeat of ``node`` is found to need nothing; ``learn`` compares it."""
@@ -85,12 +89,12 @@ class Heartbeats:
         self._epoch += 1
 
     def take_beats(self) -> dict[str, float]:
-        """The time of the last heartbeat answered from memory for each node, since the last call."""
+        """The time of the last heartbeat that arrived for each node, since the last call."""
         with self._lock:
             beats, self._beats = self._beats, {}
         return beats
 
     def pending(self, node: str) -> float | None:
-        """The time of the last heartbeat of ``node`` answered from memory and not yet taken."""
+        """The time of the last heartbeat of ``node`` that arrived and was not yet taken."""
         with self._lock:
             return self._beats.get(node)

@@ -243,6 +243,9 @@ class Launcher:
         return self._reply() if self.heartbeats.answer(req, self.clock()) else None
 
     def heartbeat(self, req: HeartbeatRequest) -> MasterReply:
+        quiet = self.quiet_heartbeat(req)
+        if quiet is not None:
+            return quiet
         (reply,) = self.agent_batch([req])
         if isinstance(reply, NoNodeError):
             raise reply
@@ -253,8 +256,9 @@ class Launcher:
         while it was busy: during a pass, say, or when a thousand agents start at once): one read of their nodes
         and of the active jobs on them, one write per changed job, one commit. Each gets its reply, or
         NoNodeError for a heartbeat of a node that never registered."""
-        replies: list[MasterReply | NoNodeError | None] = [
-            None if isinstance(req, RegisterRequest) else self.quiet_heartbeat(req) for req in reqs]  # by now
+        replies: list[MasterReply | NoNodeError | None] = [  # quiet by now (their time: kept on arrival)
+            self._reply() if isinstance(req, HeartbeatRequest) and self.heartbeats.quiet(req) else None
+            for req in reqs]
         if all(r is not None for r in replies):
             return [r for r in replies if r is not None]
         now = self.clock()

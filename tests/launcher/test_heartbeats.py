@@ -105,6 +105,21 @@ def test_quiet_heartbeats_keep_the_node_alive_and_their_time_is_stored_once_a_ch
     assert (node.state, node.last_heartbeat) == (NodeState.READY, steady.clock.now)
 
 
+def test_a_heartbeat_waiting_for_the_store_keeps_its_node_alive(steady: Steady) -> None:
+    """Liveness is judged from when a heartbeat arrives: one that waits behind a long transaction (here: never
+    handled) does not make its node LOST, and its arrival, not a later time, is what is stored."""
+    steady.clock.now += 25
+    arrived = steady.clock.now
+    exited = ContainerReport(steady.attempt, "alice~j", "w", 0, ContainerStatus.EXITED, exit_code=0)
+    assert steady.launcher.quiet_heartbeat(HeartbeatRequest("n1", (exited,))) is None  # it waits for the writer
+    steady.clock.now += 20  # 45 s since the last heartbeat the store handled, 20 s since this one arrived
+    assert steady.launcher.check_nodes() == []
+    with steady.db.session() as s:
+        assert nodes.get_node(s, "n1").last_heartbeat == arrived
+    steady.clock.now += 11
+    assert steady.launcher.check_nodes() == ["n1"]  # and silence after it still counts
+
+
 def test_the_nodes_view_shows_a_quiet_heartbeat_before_it_is_stored(steady: Steady) -> None:
     steady.clock.now += 7
     steady.beat(steady.running())
