@@ -59,9 +59,13 @@ class Heartbeats:
         """Whether ``req`` reports exactly what its node's quiet view expects. Its time is kept either way: a node
         is alive when its heartbeat arrives, not when the writer thread gets to it (a heartbeat that waits behind
         a long transaction does not make its node LOST)."""
-        with self._lock:
-            self._beats[req.node] = now
+        self.arrived(req.node, now)
         return self.quiet(req)
+
+    def arrived(self, node: str, now: float) -> None:
+        """A message of ``node``'s agent arrived (a heartbeat, a registration): the node is alive at ``now``."""
+        with self._lock:
+            self._beats[node] = now
 
     def quiet(self, req: HeartbeatRequest) -> bool:
         """Whether ``req`` reports exactly what its node's quiet view expects (its time is not kept)."""

@@ -81,7 +81,9 @@ class LauncherLoop:
         return reply if reply is not None else await self._handle(req)
 
     async def register(self, req: RegisterRequest) -> MasterReply:
-        """An agent's registration (``_handle``); a pass follows, for the node's capacity."""
+        """An agent's registration (``_handle``); a pass follows, for the node's capacity. Like a heartbeat, it
+        shows the node alive when it arrives."""
+        self.launcher.heartbeats.arrived(req.node_name, self.launcher.clock())
         reply = await self._handle(req)
         self.wake()
         return reply

@@ -133,3 +133,22 @@ async def test_registrations_that_wait_for_the_writer_are_handled_in_one_transac
     assert batches[1:] == [[("RegisterRequest", "n1"), ("RegisterRequest", "n2"), ("HeartbeatRequest", "n1")]]
     status, body = await api.call("GET", "/api/v2/nodes")
     assert status == 200 and {n["name"] for n in body} >= {"n0", "n1", "n2"}
+
+
+async def test_a_registration_waiting_for_the_writer_shows_its_node_alive(
+        api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent that re-registers (after heartbeats that timed out, say) is alive from the moment its message
+    arrives, not only once the writer gets to it: its node is not judged silent meanwhile."""
+    loop = api.client.app[LOOP]
+    launcher: Launcher = api.client.app[LAUNCHER]
+    entered, release, _ = hold_passes(launcher, monkeypatch)
+    try:
+        await add_node(api, "n0")  # wakes the loop: the held pass starts
+        assert await asyncio.to_thread(entered.wait, 10)
+        assert launcher.heartbeats.pending("n0") is None  # its registration went through the store
+        again = asyncio.create_task(add_node(api, "n0"))
+        await eventually(lambda: loop._waiting.qsize() == 1, what="the registration waiting for the writer")
+        assert launcher.heartbeats.pending("n0") is not None
+    finally:
+        release.set()
+    await again
