@@ -107,13 +107,6 @@ class LauncherConfig:
         return self.fence_grace_seconds + FENCE_SLACK_SECONDS + 2 * self.heartbeat_seconds
 
 
-def _find_node(s: Session, name: str) -> Node | None:
-    try:
-        return store_nodes.get_node(s, name)
-    except NoNodeError:
-        return None
-
-
 def _capacity(node: Node) -> tuple[object, ...]:
     """What the scheduler's view of a node is made of (a change means a full pass)."""
     return (node.address, node.total, node.gpu_type, node.labels, node.state, node.schedulable(), node.failed_gpus,
