@@ -8,6 +8,7 @@ current total on every pass.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -53,6 +54,36 @@ def load(s: Session) -> Cluster:
     stored = vcs.list_vcs(s)
     doc = document(stored, {key: vcs.get_setting(s, key) for key in SETTINGS})
     return Cluster(parse_config(doc), {v.name: v.status for v in stored}, {v.name: v.spec for v in stored})
+
+
+class ClusterCache:
+    """The cluster configuration as last loaded, for the paths that read it on every request or pass (a submission,
+    a scheduling pass). The master is the only writer of the configuration, and every write (``VcAdmin``)
+    calls ``invalidate`` once it has committed; the periodic full pass invalidates too, the safety net for an
+    edit made in the database behind the master's back. A load that raced with an invalidation is used once but
+    not kept (the generation tells), so a stale configuration is never cached."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # readers and the writer thread share it
+        self._value: Cluster | None = None
+        self._generation = 0
+
+    def get(self, s: Session) -> Cluster:
+        with self._lock:
+            value, generation = self._value, self._generation
+        if value is not None:
+            return value
+        value = load(s)
+        with self._lock:
+            if self._generation == generation:
+                self._value = value
+        return value
+
+    def invalidate(self) -> None:
+        """Forget the configuration: call after a committed change to it."""
+        with self._lock:
+            self._value = None
+            self._generation += 1
 
 
 def apply_file(s: Session, doc: dict[str, Any], now: float) -> None:

@@ -135,6 +135,7 @@ class Launcher:
         self._requeued: set[str] = set()  # LOST nodes whose attempts have been ended (until they come back)
         self._touched: set[str] = set()  # nodes whose tasks changed since take_touched (their agents are poked)
         self.accounts = Accounts(db, clock)
+        self.clusters = cluster.ClusterCache()
         self.scheduling = Scheduling(self.config.full_pass_seconds)
         self.heartbeats = Heartbeats()
 
@@ -144,7 +145,7 @@ class Launcher:
         now = self.clock()
         job = Job(id=_new_id(), user=user, spec=spec, submitted_at=now, tasks=initial_tasks(spec))
         with self.db.session() as s:
-            status = cluster.load(s).vc_status(spec.virtual_cluster)
+            status = self.clusters.get(s).vc_status(spec.virtual_cluster)
             if status is None:
                 raise NoVirtualClusterError(
                     f"virtualCluster: {spec.virtual_cluster!r} does not exist", field="virtualCluster"
@@ -189,7 +190,7 @@ class Launcher:
     def submission_rules(self) -> tuple[dict[str, int], JobLimits]:
         """The cluster's priority classes (OpenPAI's and the admin's) and job-size limits, to parse a spec."""
         with self.db.session() as s:
-            config = cluster.load(s).config
+            config = self.clusters.get(s).config
             return dict(config.priority_classes), config.limits
 
     def storages(self, user: User) -> list[Storage]:
@@ -214,7 +215,7 @@ class Launcher:
             if job.state.is_terminal():
                 raise InvalidParametersError(f"job {key} is {job.state.value}; its priority no longer matters",
                                              field="value")
-            value = cluster.load(s).config.priority(priority_class)
+            value = self.clusters.get(s).config.priority(priority_class)
             job = replace(job, spec=replace(job.spec, priority_class=priority_class, priority=value))
             store_jobs.save_job(s, job)
             self.scheduling.changed(job.id)
@@ -423,8 +424,10 @@ class Launcher:
         now = self.clock()
         sched = self.scheduling
         try:
+            if full or sched.needs_reload(now):
+                self.clusters.invalidate()  # the safety net reads the configuration from the store too
             with self.db.session() as s:
-                clu = cluster.load(s)
+                clu = self.clusters.get(s)
                 if full or sched.needs_full(now, clu):
                     nodes = store_nodes.list_nodes(s)
                     reload = full or sched.needs_reload(now)

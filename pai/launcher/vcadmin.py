@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,13 +39,23 @@ class VcReport:
 
 
 class VcAdmin:
-    def __init__(self, db: Database, clock: Callable[[], float]) -> None:
+    def __init__(self, db: Database, clock: Callable[[], float], clusters: cluster.ClusterCache) -> None:
         self.db = db
         self.clock = clock
+        self.clusters = clusters  # the launcher's: each write below invalidates it once committed
+
+    @contextmanager
+    def _writing(self) -> Iterator[Session]:
+        """A transaction that changes the configuration; the launcher's cached copy is dropped after it."""
+        try:
+            with self.db.session() as s:
+                yield s
+        finally:
+            self.clusters.invalidate()
 
     def reports(self) -> list[VcReport]:
         with self.db.session() as s:
-            clu = cluster.load(s)
+            clu = self.clusters.get(s)
             total = cluster.cluster_total(store_nodes.list_nodes(s))
             quotas = cluster.quotas(clu, total)
             used = {q.name: ZERO for q in quotas}
@@ -69,7 +80,7 @@ class VcAdmin:
 
     def put(self, spec: dict[str, Any]) -> None:
         """Create or replace a VC (a validated entry of the configuration's ``virtualClusters``)."""
-        with self.db.session() as s:
+        with self._writing() as s:
             clu = cluster.load(s)
             specs = [v for v in (clu.specs or {}).values() if v["name"] != spec["name"]]
             doc = cluster.document([], {})
@@ -87,7 +98,7 @@ class VcAdmin:
         self.put(validate({**current, **changes}))
 
     def set_status(self, name: str, status: VcStatus) -> None:
-        with self.db.session() as s:
+        with self._writing() as s:
             if name == cluster.DEFAULT_VC and not vcs_has(s, name):
                 vcs.put_vc(s, {"name": name}, self.clock(), status)
             else:
@@ -97,7 +108,7 @@ class VcAdmin:
         if name == cluster.DEFAULT_VC:
             raise InvalidParametersError("the default VC holds the rest of the cluster and cannot be removed",
                                          field="vc")
-        with self.db.session() as s:
+        with self._writing() as s:
             vcs.get_vc(s, name)
             active = [j.key for j in store_jobs.active_jobs(s) if j.vc == name]
             if active:
@@ -107,7 +118,7 @@ class VcAdmin:
             vcs.delete_vc(s, name)
 
     def apply_file(self, doc: dict[str, Any]) -> None:
-        with self.db.session() as s:
+        with self._writing() as s:
             cluster.apply_file(s, doc, self.clock())
 
 

@@ -37,7 +37,7 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
     app[LAUNCHER] = Launcher(db, config.launcher)
     if config.admin_password:
         await store.call(app[LAUNCHER].accounts.ensure_admin, config.admin_user, config.admin_password)
-    app[VCADMIN] = VcAdmin(db, app[LAUNCHER].clock)
+    app[VCADMIN] = VcAdmin(db, app[LAUNCHER].clock, app[LAUNCHER].clusters)
     if config.vc_config is not None:
         doc = load_cluster_config(config.vc_config.read_text(), str(config.vc_config))
         await store.call(app[VCADMIN].apply_file, doc)

@@ -211,7 +211,7 @@ def test_a_vc_change_is_seen_by_the_next_pass(databases: tuple[Database, Databas
     launcher.schedule_pass()
     launcher.submit("alice", spec("held", 0), "{}")
     # meanwhile an admin stops the VC (VcAdmin does not tell the launcher: every pass compares the configuration)
-    VcAdmin(db, launcher.clock).set_status("default", VcStatus.STOPPED)
+    VcAdmin(db, launcher.clock, launcher.clusters).set_status("default", VcStatus.STOPPED)
     decision = launcher.schedule_pass()
     assert not decision.admissions and decision.waiting["alice~held"].code == "VcStopped"
     assert launcher.scheduling.full_passes == 2

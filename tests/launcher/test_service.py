@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from pai.domain.jobspec import JobSpec, TaskRoleSpec
@@ -17,13 +14,6 @@ from pai.protocol.messages import HeartbeatRequest, NodeInfo, RegisterRequest, S
 from pai.store import history, jobs, nodes
 from pai.store.db import Database
 from tests.launcher.builders import Clock
-from tests.store.conftest import make_database
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    with make_database("sqlite", tmp_path) as d:
-        yield d
 
 
 def register(launcher: Launcher, name: str) -> None:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pai.rest_server.keys import DB
+from pai.rest_server.keys import DB, VCADMIN
 from pai.store import users
 from tests.rest_server.conftest import AGENT_TOKEN, Api
 
@@ -151,13 +151,9 @@ async def test_openpai_capacity_change_keeps_the_rest_of_the_definition(api: Api
 
 
 async def test_config_stays_readable_after_its_priority_class_is_gone(api: Api) -> None:
-    from pai.store import vcs as store_vcs
-
-    with api.client.app[DB].session() as s:
-        store_vcs.put_setting(s, "priorityClasses", {"crit": 200})
+    api.client.app[VCADMIN].apply_file({"priorityClasses": {"crit": 200}})
     status, _ = await api.call("POST", "/api/v2/jobs", body=job("c", priority="crit"), content_type="application/json")
     assert status == 202
-    with api.client.app[DB].session() as s:
-        store_vcs.put_setting(s, "priorityClasses", {})
+    api.client.app[VCADMIN].apply_file({"priorityClasses": {}})
     status, config = await api.call("GET", "/api/v2/jobs/admin~c/config")
     assert status == 200 and config["extras"]["hivedScheduler"]["jobPriorityClass"] == "crit"
