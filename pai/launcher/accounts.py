@@ -26,6 +26,7 @@ class Accounts:
         self.clock = clock
         self._lock = threading.Lock()  # readers resolve tokens from several threads
         self._cache: OrderedDict[str, tuple[User, float | None]] = OrderedDict()
+        self._generation = 0  # bumped by invalidate: a lookup that raced with it is not cached
 
     def login(self, name: str, password: str, expiration: int) -> tuple[str, User]:
         """A new token for ``name`` when ``password`` is theirs; else UnauthorizedUserError."""
@@ -49,6 +50,7 @@ class Accounts:
             hit = self._cache.get(digest)
             if hit is not None:
                 self._cache.move_to_end(digest)
+            generation = self._generation
         if hit is not None:
             user, expires = hit
             return user if expires is None or expires > now else None
@@ -57,9 +59,10 @@ class Accounts:
         if found is None:
             return None
         with self._lock:
-            self._cache[digest] = found
-            while len(self._cache) > CACHE_SIZE:
-                self._cache.popitem(last=False)
+            if generation == self._generation:  # else a revoke committed meanwhile: what was read may be gone
+                self._cache[digest] = found
+                while len(self._cache) > CACHE_SIZE:
+                    self._cache.popitem(last=False)
         user, expires = found
         return user if expires is None or expires > now else None
 
@@ -67,3 +70,4 @@ class Accounts:
         """Forget every cached token: call after any change to users or tokens."""
         with self._lock:
             self._cache.clear()
+            self._generation += 1

@@ -49,3 +49,22 @@ def test_a_revoked_token_is_refused_once_the_cache_is_cleared(db: Database) -> N
     assert accounts.user_of(token) is not None  # the cache answers until told
     accounts.invalidate()
     assert accounts.user_of(token) is None
+
+
+def test_a_lookup_that_raced_with_a_revoke_is_not_cached(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    accounts = Accounts(db, Clock(1000.0))
+    accounts.ensure_admin("admin", "pw")
+    token, _ = accounts.login("admin", "pw", 3600)
+    real_lookup = tokens.lookup
+
+    def lookup_then_revoke(s, digest):  # type: ignore[no-untyped-def]
+        found = real_lookup(s, digest)  # read before the revoke committed
+        with db.session() as w:
+            tokens.revoke(w, token)
+        accounts.invalidate()
+        return found
+
+    monkeypatch.setattr(tokens, "lookup", lookup_then_revoke)
+    assert accounts.user_of(token) is not None  # this request started before the revoke: it is let through
+    monkeypatch.setattr(tokens, "lookup", real_lookup)
+    assert accounts.user_of(token) is None  # and the next one is refused at once
