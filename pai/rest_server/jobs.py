@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import overload
 
 import yaml
@@ -18,6 +19,7 @@ from pai.rest_server.auth import current_user
 from pai.rest_server.handlers import json_body
 from pai.rest_server.keys import AGENT_TOKEN, HTTP, LAUNCHER, LOOP, STORE
 from pai.rest_server.views import attempt_view, job_detail, summary_view
+from pai.store.db import Database
 
 
 @overload
@@ -77,11 +79,16 @@ async def list_jobs(request: web.Request) -> web.Response:
         order=_order(q.get("order", "desc")),
         with_total=q.get("withTotalCount", "").lower() == "true",
     )
-    page = await request.app[STORE].read(queries.list_jobs, request.app[LAUNCHER].db, filters)
+    body = await request.app[STORE].read(_list_body, request.app[LAUNCHER].db, filters)
+    return web.Response(body=body, content_type="application/json")
+
+
+def _list_body(db: Database, filters: JobFilters) -> bytes:
+    """One page, read and rendered on a reader thread: the event loop, which every request shares, only sends it
+    (5,000 summaries take tens of milliseconds to render)."""
+    page = queries.list_jobs(db, filters)
     data = [summary_view(j) for j in page.jobs]
-    if page.total is not None:
-        return web.json_response({"totalCount": page.total, "data": data})
-    return web.json_response(data)
+    return json.dumps(data if page.total is None else {"totalCount": page.total, "data": data}).encode()
 
 
 def _key(request: web.Request) -> str:
@@ -90,8 +97,13 @@ def _key(request: web.Request) -> str:
 
 async def job_detail_handler(request: web.Request) -> web.Response:
     await current_user(request)
-    found = await request.app[STORE].read(queries.job_detail, request.app[LAUNCHER].db, _key(request))
-    return web.json_response(job_detail(found.job, found.events))
+    body = await request.app[STORE].read(_detail_body, request.app[LAUNCHER].db, _key(request))
+    return web.Response(body=body, content_type="application/json")
+
+
+def _detail_body(db: Database, key: str) -> bytes:
+    found = queries.job_detail(db, key)
+    return json.dumps(job_detail(found.job, found.events)).encode()
 
 
 async def job_config(request: web.Request) -> web.Response:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any, cast
 
-from sqlalchemy import Select, Table, bindparam, select, update
+from sqlalchemy import Select, Table, bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
@@ -107,13 +107,19 @@ def insert_job(s: Session, job: Job, config_text: str) -> None:
     """Store a new job with its tasks. Raises ConflictJobError when ``user~name`` exists, leaving no rows behind."""
     row = JobRow(id=job.id, user_name=job.user, name=job.name, config_text=config_text)
     _update_row(row, job)
-    row.tasks = [task_to_row(job.id, t) for t in job.tasks]
-    try:
+    tasks = [_values(task_to_row(job.id, t)) for t in job.tasks]
+    try:  # Core inserts: a submission is on the writer's path, and the ORM's unit of work would double its cost
         with s.begin_nested():
-            s.add(row)
+            s.execute(insert(JobRow), [_values(row)])
+            if tasks:
+                s.execute(insert(TaskRow), tasks)
     except IntegrityError as e:
         raise ConflictJobError(f"job {job.key} already exists") from e
     keyword.add(s, job.id, job.name)
+
+
+def _values(row: JobRow | TaskRow) -> dict[str, Any]:
+    return {c.key: getattr(row, c.key) for c in row.__table__.columns}
 
 
 def get_job(s: Session, key: str) -> Job:
