@@ -12,11 +12,12 @@ over up to S seconds (at least 3 and at most 200 requests):
   detail            GET /api/v2/jobs/{user}~{job} of random jobs
   master RSS        the child's resident memory now and at its peak (VmRSS, VmHWM from /proc)
 
-Then, unless ``--burst 0``, the lists under load: one thread GETs the default list and the paged list
-(limit 20, withTotalCount) in turn, first for S seconds with the master otherwise idle, then while B small
-1-task jobs (default 1,000) are POSTed by 16 threads (``--burst-concurrency``); no agent is registered, so the
-jobs wait, each one a submission and a scheduling pass. Printed: both lists' p50/p99 idle and during the burst,
-with the ratio of the p99s, and the burst's submissions/s and POST p50/p99. Each thread keeps one HTTP
+Then, unless ``--burst 0``, the lists under load: a client process of its own GETs the default list and the
+paged list (limit 20, withTotalCount) in turn, first for S seconds with the master otherwise idle, then while B
+small 1-task jobs (default 1,000) are POSTed by 16 threads of this process (``--burst-concurrency``); no agent is
+registered, so the jobs wait, each one a submission and a scheduling pass. Printed: both lists' p50/p99 idle and
+during the burst, with the ratio of the p99s; the burst's submissions/s and POST p50/p99; the master's full
+garbage collections during the burst (each stops every thread) and the longest. Each client keeps one HTTP
 connection (http.client), so the idle baseline is taken by the same client as the burst figures.
 
 A request is timed until its whole body is read. Figures, not assertions. Targets (issue 10): default list
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import http.client
 import json
 import multiprocessing
@@ -38,6 +40,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -133,7 +136,32 @@ def store(url: str, n: int) -> tuple[float, list[str]]:
     return time.perf_counter() - started, keys
 
 
+def record_full_collections(path: str) -> None:
+    """Append the duration of each of this process's full (generation 2) garbage collections to ``path``, in ms:
+    every thread of the master waits for one."""
+    started = [0.0]
+    out = open(path, "a", buffering=1)  # noqa: SIM115 - open for the life of the master
+
+    def callback(phase: str, info: dict[str, int]) -> None:
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            started[0] = time.perf_counter()
+        else:
+            out.write(f"{(time.perf_counter() - started[0]) * 1000:.2f}\n")
+
+    gc.callbacks.append(callback)
+
+
+def full_collections(path: str, since: int = 0) -> tuple[int, float]:
+    """How many full collections ``record_full_collections`` wrote after the first ``since``, and the longest."""
+    with open(path) as f:
+        pauses = [float(line) for line in f if line.strip()][since:]
+    return len(pauses), max(pauses, default=0.0)
+
+
 def serve(url: str, data_dir: str, port: int) -> None:
+    record_full_collections(f"{data_dir}-gc.txt")
     config = MasterConfig(data_dir=Path(data_dir), database_url=url, admin_password=PASSWORD,
                           agent_token="bench-agent-token")
     web.run_app(make_app(config), host="127.0.0.1", port=port, print=None, access_log=None)
@@ -233,8 +261,9 @@ LOADED_CASES = [("default list", "/api/v2/jobs"),
                 ("paged list (limit 20)", "/api/v2/jobs?limit=20&withTotalCount=true")]
 
 
-def lists_until(base: str, token: str, done: threading.Event) -> dict[str, list[float]]:
-    """GET the LOADED_CASES in turn until ``done`` is set (each at least 3 times); their times, by name."""
+def lists_until(base: str, token: str, done: Any) -> dict[str, list[float]]:
+    """GET the LOADED_CASES in turn until ``done`` (an Event) is set (each at least 3 times); their times, by
+    name."""
     conn = Connection(base, token)
     times: dict[str, list[float]] = {name: [] for name, _ in LOADED_CASES}
     try:
@@ -250,6 +279,26 @@ def lists_until(base: str, token: str, done: threading.Event) -> dict[str, list[
     return times
 
 
+def lists_in_a_process(base: str, token: str, done: Any, out: Any) -> None:
+    out.put(lists_until(base, token, done))
+
+
+def lists_beside(base: str, token: str, run: Callable[[], None]) -> dict[str, list[float]]:
+    """The LOADED_CASES' times while ``run()`` runs, from a process of their own: a client of the lists is not
+    the client submitting the burst, and would otherwise wait for the GIL of the 16 posting threads here."""
+    ctx = multiprocessing.get_context("spawn")
+    done, out = ctx.Event(), ctx.Queue()
+    proc = ctx.Process(target=lists_in_a_process, args=(base, token, done, out))
+    proc.start()
+    try:
+        run()
+    finally:
+        done.set()
+    times: dict[str, list[float]] = out.get()
+    proc.join(30)
+    return times
+
+
 def p50_p99(values: list[float]) -> str:
     return (f"p50 {statistics.median(values) * 1000:7.1f} ms  p99 {pct(values, 0.99) * 1000:7.1f} ms "
             f"(n={len(values)})")
@@ -260,14 +309,9 @@ def burst_job(i: int, stamp: int) -> bytes:
         {"name": "w", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 128, "gpuNumber": 0, "command": "true"}]}).encode()
 
 
-def under_burst(base: str, pid: int, token: str, seconds: float, burst: int, concurrency: int) -> None:
+def under_burst(base: str, pid: int, token: str, seconds: float, burst: int, concurrency: int, gc_log: str) -> None:
     """The lists' p50/p99 idle, then while ``burst`` submissions run at ``concurrency``."""
-    done = threading.Event()
-    with ThreadPoolExecutor(1) as reader:
-        future = reader.submit(lists_until, base, token, done)
-        time.sleep(seconds)
-        done.set()
-        idle = future.result()
+    idle = lists_beside(base, token, lambda: time.sleep(seconds))
 
     local = threading.local()
     connections: list[Connection] = []
@@ -282,16 +326,16 @@ def under_burst(base: str, pid: int, token: str, seconds: float, burst: int, con
         took = time.perf_counter() - started
         return took, None if status < 300 else f"HTTP {status} {body[:120]!r}"
 
-    done = threading.Event()
-    with ThreadPoolExecutor(1) as reader, ThreadPoolExecutor(concurrency) as posters:
-        future = reader.submit(lists_until, base, token, done)
-        started = time.perf_counter()
-        try:
-            results = list(posters.map(post, range(burst)))
-        finally:
-            posted = time.perf_counter() - started
-            done.set()
-        loaded = future.result()
+    results: list[tuple[float, str | None]] = []
+    started = time.perf_counter()
+
+    def post_all() -> None:
+        with ThreadPoolExecutor(concurrency) as posters:
+            results.extend(posters.map(post, range(burst)))
+
+    before, _ = full_collections(gc_log)
+    loaded = lists_beside(base, token, post_all)
+    posted = time.perf_counter() - started
     for conn in connections:
         conn.close()
 
@@ -305,6 +349,8 @@ def under_burst(base: str, pid: int, token: str, seconds: float, burst: int, con
         a, b = idle[name], loaded[name]
         print(f"{name:<30} idle {p50_p99(a)}   burst {p50_p99(b)}   p99 ratio {pct(b, 0.99) / pct(a, 0.99):5.2f}x"
               "  (target <= 2x)")
+    collections, longest = full_collections(gc_log, before)
+    print(f"{'master GC during the burst':<30} {collections} full collections, the longest {longest:.1f} ms")
     now, peak = rss_mb(pid)
     print(f"{'master RSS after the burst / peak':<30} {now:8.1f} MB / {peak:.1f} MB")
 
@@ -328,7 +374,8 @@ def main() -> None:
             base = f"http://127.0.0.1:{port}"
             token = asyncio.run(client(base, master.pid or 0, keys, args.seconds, args.jobs))
             if args.burst > 0:
-                under_burst(base, master.pid or 0, token, args.seconds, args.burst, args.burst_concurrency)
+                under_burst(base, master.pid or 0, token, args.seconds, args.burst, args.burst_concurrency,
+                            f"{tmp}/data-gc.txt")
         finally:
             master.terminate()
             master.join(30)
