@@ -6,10 +6,10 @@ withdrawn, a task ended, being stopped, priority changed) and runs one increment
 changed, not the number of jobs in the cluster. What the scheduler does not follow piece by piece sets it
 ``stale``, and the next pass is a full one, rebuilt exactly as ``schedule(snapshot)``: a node that joins, is
 lost, cordoned, drained, uncordoned or changes its GPUs (the launcher calls ``invalidate``), and any change of
-the VCs or the scheduler settings (the pass compares the cluster configuration, a few rows, every time). Such a
-pass starts from the active jobs the scheduler follows (``jobs``, brought up to date by ``refresh``); the first
-pass, one after a rolled-back pass and one every ``full_pass_seconds`` read every active job from the store:
-the safety net (and the reference for the few preemptions an incremental pass may postpone; see
+the VCs or the scheduler settings (the pass compares the cluster configuration, cached until a write drops it,
+every time). Such a pass starts from the active jobs the scheduler follows (``jobs``, brought up to date by
+``refresh``); the first pass, one after a rolled-back pass and one every ``full_pass_seconds`` read every active
+job (and the configuration) from the store: the safety net (and the reference for the few preemptions an incremental pass may postpone; see
 ``pai.vc.incremental``).
 """
 
