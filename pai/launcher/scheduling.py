@@ -9,8 +9,8 @@ lost, cordoned, drained, uncordoned or changes its GPUs (the launcher calls ``in
 the VCs or the scheduler settings (the pass compares the cluster configuration, cached until a write drops it,
 every time). Such a pass starts from the active jobs the scheduler follows (``jobs``, brought up to date by
 ``refresh``); the first pass, one after a rolled-back pass and one every ``full_pass_seconds`` read every active
-job (and the configuration) from the store: the safety net (and the reference for the few preemptions an incremental pass may postpone; see
-``pai.vc.incremental``).
+job (and the configuration) from the store: the safety net (and the reference for the few preemptions an
+incremental pass may postpone; see ``pai.vc.incremental``).
 """
 
 from __future__ import annotations
