@@ -10,7 +10,8 @@ over up to S seconds (at least 3 and at most 200 requests):
   filters           username, vc, state (one, two), keyword (a common word and a rare one that only a full scan
                     finds), each with limit=20 and withTotalCount; and username as a client sends it, no limit
   detail            GET /api/v2/jobs/{user}~{job} of random jobs
-  master RSS        the child's resident memory now and at its peak (VmRSS, VmHWM from /proc)
+  master RSS        the child's resident memory now and at its peak (VmRSS, VmHWM from /proc), and that of the
+                    processes it started (its list processes and their fork server)
 
 Then, unless ``--burst 0``, the lists under load: a client process of its own GETs the default list and the
 paged list (limit 20, withTotalCount) in turn, first for S seconds with the master otherwise idle, then while B
@@ -178,6 +179,35 @@ def rss_mb(pid: int) -> tuple[float, float]:
     return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
 
 
+def descendants(pid: int) -> list[int]:
+    """The processes ``pid`` started, and theirs (the master's list processes come from its fork server)."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        children = parents.get(todo.pop(), [])
+        found.extend(children)
+        todo.extend(children)
+    return found
+
+
+def memory(pid: int) -> str:
+    """The master's RSS now / at its peak, and its list processes' RSS now."""
+    now, peak = rss_mb(pid)
+    others = []
+    for child in descendants(pid):
+        try:
+            others.append(rss_mb(child)[0])
+        except (OSError, KeyError):
+            continue
+    return f"{now:8.1f} MB / {peak:.1f} MB; {len(others)} processes of its own {sum(others):.1f} MB"
+
+
 def figure(name: str, values: list[float], note: str) -> str:
     return (f"{name:<30} p50 {statistics.median(values) * 1000:8.1f} ms   p99 {pct(values, 0.99) * 1000:8.1f} ms"
             f"   (n={len(values)}; {note})")
@@ -234,8 +264,7 @@ async def client(base: str, pid: int, keys: list[str], seconds: float, jobs: int
         for name, paths in cases:
             times, note = await measure(http, base, paths, seconds)
             print(figure(name, times, note), flush=True)
-    now, peak = rss_mb(pid)
-    print(f"{'master RSS at the end / peak':<30} {now:8.1f} MB / {peak:.1f} MB")
+    print(f"{'master RSS at the end / peak':<30} {memory(pid)}")
     return str(token)
 
 
@@ -351,8 +380,7 @@ def under_burst(base: str, pid: int, token: str, seconds: float, burst: int, con
               "  (target <= 2x)")
     collections, longest = full_collections(gc_log, before)
     print(f"{'master GC during the burst':<30} {collections} full collections, the longest {longest:.1f} ms")
-    now, peak = rss_mb(pid)
-    print(f"{'master RSS after the burst / peak':<30} {now:8.1f} MB / {peak:.1f} MB")
+    print(f"{'master RSS after the burst / peak':<30} {memory(pid)}")
 
 
 def main() -> None:

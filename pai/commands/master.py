@@ -37,11 +37,13 @@ from pai.store.db import default_data_dir
               help="How long a fenced task (its agent lost the master) gets between SIGTERM and SIGKILL.")
 @click.option("--full-pass-seconds", default=60.0, show_default=True, type=click.FloatRange(min=0.1),
               help="How often the scheduler rebuilds its view from the store (passes in between are incremental).")
+@click.option("--list-processes", default=1, show_default=True, type=click.IntRange(min=0),
+              help="Processes that read job lists of more than 1,000 jobs (0: the reader threads).")
 @click.option("--admissions-per-pass", default=1000, show_default=True, type=click.IntRange(min=1),
               help="The most admissions one scheduling pass acts on; the rest go to the next pass, at once.")
 def master(host: str, port: int, data_dir: Path | None, database_url: str | None, grace_seconds: float,
            node_timeout: float, vc_config: Path | None, heartbeat: float, max_body_mb: int,
-           fence_grace: float, full_pass_seconds: float, admissions_per_pass: int) -> None:
+           fence_grace: float, full_pass_seconds: float, list_processes: int, admissions_per_pass: int) -> None:
     """Run the master: REST API, scheduler loop and store."""
     setup_logging("master")
     if vc_config is not None:
@@ -56,6 +58,7 @@ def master(host: str, port: int, data_dir: Path | None, database_url: str | None
         database_url=database_url,
         vc_config=vc_config,
         max_body_bytes=max_body_mb * 1024 * 1024,
+        list_processes=list_processes,
         launcher=LauncherConfig(
             grace_seconds=grace_seconds, node_timeout_seconds=node_timeout, heartbeat_seconds=heartbeat,
             fence_grace_seconds=fence_grace, full_pass_seconds=full_pass_seconds,

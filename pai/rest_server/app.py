@@ -17,7 +17,8 @@ from pai.launcher.vcadmin import VcAdmin
 from pai.rest_server.channel import AgentChannels
 from pai.rest_server.config import MasterConfig
 from pai.rest_server.errors import PARSER_LINE_LIMIT, add_request_id, error_middleware
-from pai.rest_server.keys import AGENT_TOKEN, CHANNELS, CONFIG, DB, HTTP, LAUNCHER, LOOP, STORE, VCADMIN
+from pai.rest_server.keys import AGENT_TOKEN, CHANNELS, CONFIG, DB, HTTP, LAUNCHER, LISTS, LOOP, STORE, VCADMIN
+from pai.rest_server.listing import Lists
 from pai.rest_server.routes import routes
 from pai.store.db import Database
 
@@ -38,6 +39,8 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
     app[LAUNCHER] = Launcher(db, config.launcher)
     if config.admin_password:
         await store.call(app[LAUNCHER].accounts.ensure_admin, config.admin_user, config.admin_password)
+    app[LISTS] = Lists(db, store, config.list_processes)
+    app[LISTS].start()
     app[VCADMIN] = VcAdmin(db, app[LAUNCHER].clock, app[LAUNCHER].clusters)
     if config.vc_config is not None:
         doc = load_cluster_config(config.vc_config.read_text(), str(config.vc_config))
@@ -45,6 +48,7 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
         log.info("cluster configuration applied file=%s vcs=%d", config.vc_config,
                  len(doc.get("virtualClusters", [])))
     yield
+    await asyncio.get_running_loop().run_in_executor(None, app[LISTS].close)
     await store.call(db.dispose)
     store.close()
 

@@ -26,6 +26,7 @@ class MasterConfig:
     tick_seconds: float = 0.5
     vc_config: Path | None = None  # a cluster configuration file (job_schemas/vc-config.json) applied at start
     max_body_bytes: int = 4 * 1024 * 1024  # a larger request body is refused with 413 before it is read whole
+    list_processes: int = 1  # processes that read long job lists (pai.rest_server.listing); 0: reader threads
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
 
     def db_url(self) -> str:

@@ -9,6 +9,7 @@ from pai.launcher.service import Launcher
 from pai.launcher.vcadmin import VcAdmin
 from pai.rest_server.channel import AgentChannels
 from pai.rest_server.config import MasterConfig
+from pai.rest_server.listing import Lists
 from pai.store.db import Database
 
 CONFIG = web.AppKey("config", MasterConfig)
@@ -20,3 +21,4 @@ VCADMIN = web.AppKey("vcadmin", VcAdmin)
 HTTP = web.AppKey("http", ClientSession)
 CHANNELS = web.AppKey("channels", AgentChannels)  # the agents' WebSockets, for pokes
 AGENT_TOKEN = web.AppKey("agent_token", str)  # what agents present, and what the master shows their log servers
+LISTS = web.AppKey("lists", Lists)  # where a job list is read: a reader thread or a list process

@@ -59,6 +59,11 @@ class Database:
     def dialect(self) -> str:
         return self.engine.dialect.name
 
+    def shareable(self) -> bool:
+        """Whether another process can open this database (SQLite in memory cannot)."""
+        name = self.url.database or ""
+        return self.dialect != "sqlite" or not (name in ("", ":memory:") or "mode=memory" in name)
+
     @contextmanager
     def session(self) -> Iterator[Session]:
         """A session in a transaction: committed when the block ends, rolled back if it raises."""

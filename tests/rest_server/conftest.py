@@ -60,11 +60,18 @@ class Api:
 
 
 @pytest.fixture
-async def api(db_url: str, tmp_path: Path,
+def list_processes() -> int:
+    """The masters of these tests read every list on reader threads (a list process takes a second to start);
+    tests/rest_server/test_listing.py asks for one."""
+    return 0
+
+
+@pytest.fixture
+async def api(db_url: str, tmp_path: Path, list_processes: int,
               aiohttp_client: Callable[[web.Application], Awaitable[TestClient[Any, Any]]]) -> AsyncIterator[Api]:
     # db_url comes first so that it is torn down last, after the app has closed its connections.
     config = MasterConfig(data_dir=tmp_path / "data", database_url=db_url, admin_password=ADMIN_PASSWORD,
-                          agent_token=AGENT_TOKEN, tick_seconds=0.05)
+                          agent_token=AGENT_TOKEN, tick_seconds=0.05, list_processes=list_processes)
     client = await aiohttp_client(make_app(config))
     a = Api(client)
     await a.login()
