@@ -68,6 +68,11 @@ class ClusterCache:
         self._value: Cluster | None = None
         self._generation = 0
 
+    def cached(self) -> Cluster | None:
+        """The configuration if it is loaded (touches no database: the event loop may ask)."""
+        with self._lock:
+            return self._value
+
     def get(self, s: Session) -> Cluster:
         with self._lock:
             value, generation = self._value, self._generation

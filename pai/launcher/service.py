@@ -189,9 +189,17 @@ class Launcher:
 
     def submission_rules(self) -> tuple[dict[str, int], JobLimits]:
         """The cluster's priority classes (OpenPAI's and the admin's) and job-size limits, to parse a spec."""
+        cached = self.cached_submission_rules()
+        if cached is not None:
+            return cached
         with self.db.session() as s:
             config = self.clusters.get(s).config
             return dict(config.priority_classes), config.limits
+
+    def cached_submission_rules(self) -> tuple[dict[str, int], JobLimits] | None:
+        """``submission_rules`` if the configuration is cached, else None (touches no database: for the event loop)."""
+        cluster = self.clusters.cached()
+        return None if cluster is None else (dict(cluster.config.priority_classes), cluster.config.limits)
 
     def storages(self, user: User) -> list[Storage]:
         """The storages ``user`` may mount."""

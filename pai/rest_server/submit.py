@@ -1,13 +1,11 @@
 """Job submission: ``POST /api/v2/jobs`` and OpenPAI's ``POST /api/v1/user/{user}/jobs``.
 
-The body (at most ``MasterConfig.max_body_bytes``) is parsed in a worker thread, so that a large YAML document
-never stalls the event loop, against the cluster's priority classes and job-size limits; a refused spec stores
-nothing.
+The body (at most ``MasterConfig.max_body_bytes``) is parsed against the cluster's priority classes and job-size
+limits in a worker thread, so that a large YAML document never stalls the event loop, once the reads in flight are
+done (``StoreThread.behind_reads``); a refused spec stores nothing.
 """
 
 from __future__ import annotations
-
-import asyncio
 
 from aiohttp import web
 
@@ -20,8 +18,9 @@ from pai.rest_server.keys import LAUNCHER, LOOP, STORE
 async def _submit(request: web.Request, user: str) -> web.Response:
     body = await request.read()
     launcher = request.app[LAUNCHER]
-    classes, limits = await request.app[STORE].read(launcher.submission_rules)
-    parsed = await asyncio.to_thread(parse_job, body, request.content_type, classes, limits)
+    rules = launcher.cached_submission_rules()  # the configuration cached: no hop to a reader thread
+    classes, limits = rules if rules is not None else await request.app[STORE].read(launcher.submission_rules)
+    parsed = await request.app[STORE].behind_reads(parse_job, body, request.content_type, classes, limits)
     job = await request.app[STORE].call(launcher.submit, user, parsed.spec, parsed.text)
     request.app[LOOP].wake()
     return web.json_response(
