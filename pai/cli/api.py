@@ -50,6 +50,10 @@ class MasterApi:
         result: dict[str, Any] = self.http.json("POST", "/api/v2/authn/basic/login", payload=payload)
         return result
 
+    def logout(self) -> None:
+        """Revoke the token this client presents."""
+        self.http.json("DELETE", "/api/v2/authn/basic/logout")
+
     def submit(self, body: bytes, content_type: str) -> dict[str, Any]:
         resp = self.http.request("POST", "/api/v2/jobs", body=body, content_type=content_type)
         result: dict[str, Any] = self.http.decode_json("POST", "/api/v2/jobs", resp)

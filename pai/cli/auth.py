@@ -46,14 +46,20 @@ def login(master: str, user: str, password: str, expiration: int | None) -> None
 
 @client_command("logout")
 def logout() -> None:
-    """Forget the stored token.
+    """Revoke the stored token on the master and forget it.
 
-    The master and user name stay as defaults for the next login.
+    The master and user name stay as defaults for the next login. A master that cannot be reached (or no longer
+    knows the token) is reported, and the token is forgotten all the same.
     """
     path = config_path(os.environ)
     config = load_config(path)
     if config.token is None:
         click.echo("Not logged in.")
         return
+    try:
+        MasterApi(HttpClient(config.master or DEFAULT_MASTER, config.token)).logout()
+        revoked = ""
+    except CliError as e:
+        revoked = f" (the master did not revoke the token: {e})"
     save_config(path, CliConfig(master=config.master, user=config.user))
-    click.echo(f"Logged out of {config.master}.")
+    click.echo(f"Logged out of {config.master}{revoked}.")

@@ -35,9 +35,21 @@ class UnauthorizedUserError(PaiError):
     status = 401
 
 
+class IncorrectPasswordError(PaiError):
+    code = "IncorrectPasswordError"
+    status = 400
+
+
 class ForbiddenUserError(PaiError):
     code = "ForbiddenUserError"
     status = 403
+
+
+class NoApiError(PaiError):
+    """A path under ``/api`` that names no operation (OpenPAI: 404, whatever the method)."""
+
+    code = "NoApiError"
+    status = 404
 
 
 class NoJobError(PaiError):
@@ -48,6 +60,12 @@ class NoJobError(PaiError):
 class NoUserError(PaiError):
     code = "NoUserError"
     status = 404
+
+
+class UnknownLoginError(NoUserError):
+    """OpenPAI answers a login (and a read of a user) naming no user with 400, where a change to one is a 404."""
+
+    status = 400
 
 
 class NoVirtualClusterError(PaiError):

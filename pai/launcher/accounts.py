@@ -11,11 +11,11 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 
-from pai.domain.errors import UnauthorizedUserError
+from pai.domain.errors import ForbiddenUserError, IncorrectPasswordError, UnknownLoginError
 from pai.store import tokens, users
 from pai.store.credentials import token_digest
 from pai.store.db import Database
-from pai.store.records import User
+from pai.store.records import Caller, User
 
 CACHE_SIZE = 10_000
 
@@ -25,16 +25,47 @@ class Accounts:
         self.db = db
         self.clock = clock
         self._lock = threading.Lock()  # readers resolve tokens from several threads
-        self._cache: OrderedDict[str, tuple[User, float | None]] = OrderedDict()
+        self._cache: OrderedDict[str, Caller] = OrderedDict()
         self._generation = 0  # bumped by invalidate: a lookup that raced with it is not cached
 
     def login(self, name: str, password: str, expiration: int) -> tuple[str, User]:
-        """A new token for ``name`` when ``password`` is theirs; else UnauthorizedUserError."""
+        """A new token for ``name``, valid ``expiration`` seconds, when ``password`` is theirs. OpenPAI's errors:
+        UnknownLoginError (400 NoUserError), IncorrectPasswordError."""
         with self.db.session() as s:
+            if users.get_user(s, name) is None:
+                raise UnknownLoginError(f"User {name} is not found.")
             user = users.verify_password(s, name, password)
             if user is None:
-                raise UnauthorizedUserError("the user name or password is not correct")
+                raise IncorrectPasswordError("Password is incorrect.")
             return tokens.issue_token(s, user.name, expiration, now=self.clock()), user
+
+    def application_token(self, caller: Caller) -> str:
+        """A token that never expires, for a program acting as ``caller``'s user (OpenPAI's application token)."""
+        with self.db.session() as s:
+            return tokens.issue_token(s, caller.user.name, None, now=self.clock(), application=True)
+
+    def tokens_of(self, user: User) -> list[str]:
+        """References to the user's live tokens (``tokens.token_reference``; a token itself is never kept)."""
+        with self.db.session() as s:
+            return [tokens.token_reference(d) for d in tokens.tokens_of(s, user.name, self.clock())]
+
+    def revoke(self, caller: Caller, token_or_reference: str) -> bool:
+        """Revoke one of the caller's tokens, named by itself or by its reference; False when there is none such
+        (OpenPAI answers that as done too). ForbiddenUserError when it is another user's."""
+        with self.db.session() as s:
+            digest = token_digest(token_or_reference)
+            owner = tokens.lookup(s, digest)
+            if owner is None:  # a reference names one of the caller's own tokens, or none
+                mine = tokens.tokens_of(s, caller.user.name, self.clock())
+                digest, owner = next(((d, c) for d, c in mine.items()
+                                      if tokens.token_reference(d) == token_or_reference), (digest, None))
+            if owner is None:
+                return False
+            if owner.user.name != caller.user.name:
+                raise ForbiddenUserError(f"User {caller.user.name} is not allowed to do this operation.")
+            tokens.revoke_digest(s, digest)
+        self.invalidate()
+        return True
 
     def ensure_admin(self, name: str, password: str) -> None:
         """Create ``name`` as an admin when absent (the master's first start); an existing user is kept."""
@@ -42,14 +73,15 @@ class Accounts:
             users.ensure_admin(s, name, password)
         self.invalidate()
 
-    def cached_user(self, token: str) -> tuple[bool, User | None]:
-        """``(True, the token's user or None)`` when the cache knows the token; ``(False, None)`` when only the store
-        can tell (``user_of``). Touches no database: the event loop asks this first and saves a thread hop."""
+    def cached_caller(self, token: str) -> tuple[bool, Caller | None]:
+        """``(True, who the token speaks for, or None)`` when the cache knows the token; ``(False, None)`` when only
+        the store can tell (``caller_of``). Touches no database: the event loop asks this first and saves a thread
+        hop."""
         hit, _ = self._cached(token_digest(token))
         return (False, None) if hit is None else (True, self._valid(hit))
 
-    def user_of(self, token: str) -> User | None:
-        """The token's user while it is valid (read-only: runs on a reader thread)."""
+    def caller_of(self, token: str) -> Caller | None:
+        """Who the token speaks for while it is valid (read-only: runs on a reader thread)."""
         digest = token_digest(token)
         hit, generation = self._cached(digest)
         if hit is not None:
@@ -65,16 +97,19 @@ class Accounts:
                     self._cache.popitem(last=False)
         return self._valid(found)
 
-    def _cached(self, digest: str) -> tuple[tuple[User, float | None] | None, int]:
+    def user_of(self, token: str) -> User | None:
+        caller = self.caller_of(token)
+        return None if caller is None else caller.user
+
+    def _cached(self, digest: str) -> tuple[Caller | None, int]:
         with self._lock:
             hit = self._cache.get(digest)
             if hit is not None:
                 self._cache.move_to_end(digest)
             return hit, self._generation
 
-    def _valid(self, entry: tuple[User, float | None]) -> User | None:
-        user, expires = entry
-        return user if expires is None or expires > self.clock() else None
+    def _valid(self, caller: Caller) -> Caller | None:
+        return caller if caller.valid_at(self.clock()) else None
 
     def invalidate(self) -> None:
         """Forget every cached token: call after any change to users or tokens."""

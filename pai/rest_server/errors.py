@@ -14,7 +14,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 from sqlalchemy import exc as sa
 
-from pai.domain.errors import InvalidParametersError, PaiError
+from pai.domain.errors import InvalidParametersError, NoApiError, PaiError
 from pai.rest_server.keys import CONFIG
 
 log = logging.getLogger("pai.rest")
@@ -76,6 +76,11 @@ def _http_error(request: web.Request, e: web.HTTPException) -> web.Response:
         return error_response(
             413, _HTTP_CODES[413], f"body: larger than the maximum of {limit} bytes (pai master --max-body-mb)"
         )
+    if e.status in (404, 405) and request.path.startswith("/api/"):  # OpenPAI: NoApiError, whatever the method
+        methods = sorted(e.allowed_methods) if isinstance(e, web.HTTPMethodNotAllowed) else []
+        allowed = f" (it takes {', '.join(methods)})" if methods else ""
+        what = f"API {request.method} {_clip(request.path)}" if allowed else f"API {_clip(request.path)}"
+        return error_response(e.status, NoApiError.code, f"{what} is not found{allowed}.")
     code = _HTTP_CODES.get(e.status, "InvalidParametersError" if e.status < 500 else "UnknownError")
     generic = not e.text or e.text.startswith(f"{e.status}:")
     message = f"{request.method} {_clip(request.path)}: {e.reason}" if generic else _clip(e.text or "", 1000)

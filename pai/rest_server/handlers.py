@@ -1,4 +1,4 @@
-"""Small handlers: info, health, login, nodes, and the internal agent endpoints."""
+"""Small handlers: info, health, nodes, and the internal agent endpoints."""
 
 from __future__ import annotations
 
@@ -8,13 +8,12 @@ from typing import Any
 from aiohttp import web
 
 from pai import __version__
-from pai.domain.errors import ForbiddenUserError, InvalidParametersError, InvalidProtocolError
-from pai.domain.limits import INT32_MAX
+from pai.domain.errors import ForbiddenUserError, InvalidParametersError
 from pai.domain.node import NodeState
 from pai.jobspec.agentmsg import check_agent_message
-from pai.jobspec.decode import load_json
 from pai.protocol.messages import HeartbeatRequest, ProtocolError, RegisterRequest
 from pai.rest_server.auth import check_agent, current_user
+from pai.rest_server.bodies import json_body
 from pai.rest_server.keys import CHANNELS, CONFIG, LAUNCHER, LOOP, STORE
 from pai.rest_server.views import node_view
 
@@ -41,37 +40,6 @@ def _is_loopback(address: str | None) -> bool:
 
 async def healthz(request: web.Request) -> web.Response:
     return web.json_response({"status": "ok", "schedulingPasses": request.app[LOOP].passes})
-
-
-async def json_body(request: web.Request, hint: str = "") -> dict[str, Any]:
-    """The request's JSON object, read within the body limit and decoded with the job spec's bounds (depth,
-    duplicate keys, numbers); anything else is a 400 naming ``body``."""
-    wanted = f"body: must be a JSON object{' ' + hint if hint else ''}"
-    raw = await request.read()
-    try:
-        body = load_json(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise InvalidParametersError(f"{wanted}; it is not UTF-8", field="body") from None
-    except InvalidProtocolError as e:
-        raise InvalidParametersError(f"{wanted}; {e.message.removeprefix('<root>: ')}", field="body") from None
-    if not isinstance(body, dict):
-        raise InvalidParametersError(wanted, field="body")
-    return body
-
-
-async def login(request: web.Request) -> web.Response:
-    body = await json_body(request)
-    name, password = body.get("username"), body.get("password")
-    if not isinstance(name, str) or not isinstance(password, str):
-        raise InvalidParametersError("username and password: both are required strings", field="username")
-    config = request.app[CONFIG]
-    expiration = body.get("expiration", config.token_ttl_seconds)
-    if isinstance(expiration, bool) or not isinstance(expiration, int) or not 0 < expiration <= INT32_MAX:
-        raise InvalidParametersError(
-            f"expiration: must be a positive number of seconds, at most {INT32_MAX}", field="expiration"
-        )
-    token, user = await request.app[STORE].call(request.app[LAUNCHER].accounts.login, name, password, expiration)
-    return web.json_response({"token": token, "user": user.name, "admin": user.admin})
 
 
 async def list_nodes(request: web.Request) -> web.Response:

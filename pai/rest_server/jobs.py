@@ -16,7 +16,7 @@ from pai.launcher import queries
 from pai.launcher.logs import MAX_LOG_BYTES
 from pai.launcher.queries import JobFilters, Order
 from pai.rest_server.auth import current_user
-from pai.rest_server.handlers import json_body
+from pai.rest_server.bodies import json_body
 from pai.rest_server.keys import AGENT_TOKEN, HTTP, LAUNCHER, LISTS, LOOP, STORE
 from pai.rest_server.views import attempt_view, job_detail
 from pai.store.db import Database

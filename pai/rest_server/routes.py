@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from pai.rest_server import authn, jobs, storages, submit, vcs
 from pai.rest_server import handlers as h
-from pai.rest_server import jobs, storages, submit, vcs
 
 JOB = "/api/v2/jobs/{key:[^/]+~[^/]+}"
 
@@ -13,8 +13,18 @@ routes: list[web.RouteDef] = [
     web.get("/api/v1", h.api_v1),
     web.get("/api/v2/info", h.info),
     web.get("/healthz", h.healthz),
-    web.post("/api/v1/authn/basic/login", h.login),
-    web.post("/api/v2/authn/basic/login", h.login),
+    *[route for v in ("v1", "v2") for route in (
+        web.post(f"/api/{v}/authn/basic/login", authn.login),
+        web.delete(f"/api/{v}/authn/basic/logout", authn.logout),
+        web.get(f"/api/{v}/authn/info", authn.authn_info),
+    )],
+    *[route for base in ("/api/v1/token", "/api/v2/tokens") for route in (
+        web.post(base, authn.login),
+        web.get(base, authn.list_tokens),
+        web.post(base + "/application", authn.application_token),
+        web.get(base + "/check", authn.check_token),
+        web.delete(base + "/{token}", authn.revoke_token),
+    )],
     web.post("/api/v1/user/{user}/jobs", submit.submit_v1),
     web.post("/api/v2/jobs", submit.submit_v2),
     web.get("/api/v2/jobs", jobs.list_jobs),

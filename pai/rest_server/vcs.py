@@ -11,7 +11,7 @@ from pai.domain.resources import Resources
 from pai.jobspec.vcconfig import validate_vc
 from pai.launcher.vcadmin import VcReport
 from pai.rest_server.auth import current_user
-from pai.rest_server.handlers import json_body
+from pai.rest_server.bodies import json_body
 from pai.rest_server.keys import LAUNCHER, LOOP, STORE, VCADMIN
 from pai.store.records import User
 from pai.store.vcs import VcStatus

@@ -15,6 +15,20 @@ class User:
 
 
 @dataclass(frozen=True, slots=True)
+class Caller:
+    """Who a token speaks for: its user, and what kind of token it is (OpenPAI's application tokens never expire
+    and may not manage tokens or log out)."""
+
+    user: User
+    expires_at: float | None  # None: never
+    application: bool = False
+    created_at: float = 0.0
+
+    def valid_at(self, now: float) -> bool:
+        return self.expires_at is None or self.expires_at > now
+
+
+@dataclass(frozen=True, slots=True)
 class TaskAttempt:
     """One run of one task instance; kept forever as the job's attempt history."""
 

@@ -12,6 +12,7 @@ from .conftest import TOKEN, Run
 from .fake_master import FakeMaster
 
 LOGIN = "/api/v2/authn/basic/login"
+LOGOUT = "/api/v2/authn/basic/logout"
 
 
 def mode(path: Path) -> int:
@@ -103,12 +104,28 @@ def test_unauthorized_answer_suggests_logging_in(run: Run, master: FakeMaster) -
     assert result.stderr == "error: UnauthorizedUserError: no token (log in with `pai login`, or set PAI_TOKEN)\n"
 
 
-def test_logout_forgets_the_token_but_keeps_master_and_user(run: Run, logged_in: FakeMaster, config_file: Path) -> None:
+def test_logout_revokes_and_forgets_the_token_but_keeps_master_and_user(
+    run: Run, logged_in: FakeMaster, config_file: Path
+) -> None:
+    logged_in.reply("DELETE", LOGOUT, {"message": "Logout successfully"})
     result = run("logout")
     assert result.exit_code == 0
+    assert logged_in.only("DELETE", LOGOUT).headers["Authorization"] == f"Bearer {TOKEN}"
+    assert result.stdout == f"Logged out of {logged_in.url}.\n"
     assert json.loads(config_file.read_text()) == {"master": logged_in.url, "user": "admin"}
     assert mode(config_file) == 0o600
     assert run("logout").stdout == "Not logged in.\n"
+
+
+def test_logout_forgets_the_token_even_when_the_master_refuses(
+    run: Run, logged_in: FakeMaster, config_file: Path
+) -> None:
+    logged_in.error("DELETE", LOGOUT, 401, "UnauthorizedUserError", "the token is invalid or has expired")
+    result = run("logout")
+    assert result.exit_code == 0
+    assert result.stdout == (f"Logged out of {logged_in.url} (the master did not revoke the token: "
+                             "the token is invalid or has expired).\n")
+    assert json.loads(config_file.read_text()) == {"master": logged_in.url, "user": "admin"}
 
 
 def test_corrupt_config_file_is_a_clear_error(run: Run, config_file: Path) -> None:

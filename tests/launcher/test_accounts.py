@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pai.domain.errors import UnauthorizedUserError
+from pai.domain.errors import IncorrectPasswordError, UnknownLoginError
 from pai.launcher.accounts import Accounts
 from pai.store import credentials, tokens, users
 from pai.store.db import Database
@@ -27,8 +27,10 @@ def test_login_issues_a_token_that_resolves_to_its_user_until_it_expires(db: Dat
     clock = Clock(1000.0)
     accounts = Accounts(db, clock)
     accounts.ensure_admin("admin", "pw")
-    with pytest.raises(UnauthorizedUserError):
+    with pytest.raises(IncorrectPasswordError):
         accounts.login("admin", "wrong", 60)
+    with pytest.raises(UnknownLoginError):
+        accounts.login("nobody", "pw", 60)
     token, user = accounts.login("admin", "pw", 60)
     assert (user.name, user.admin) == ("admin", True)
     assert accounts.user_of(token) == user
@@ -75,11 +77,12 @@ def test_the_cache_answers_without_the_store_only_for_tokens_it_knows(db: Databa
     accounts = Accounts(db, clock)
     accounts.ensure_admin("admin", "pw")
     token, user = accounts.login("admin", "pw", 60)
-    assert accounts.cached_user(token) == (False, None)  # not looked up yet: the caller must ask the store
+    assert accounts.cached_caller(token) == (False, None)  # not looked up yet: the caller must ask the store
     assert accounts.user_of(token) == user
-    assert accounts.cached_user(token) == (True, user)
-    assert accounts.cached_user("not-a-token") == (False, None)
+    known, caller = accounts.cached_caller(token)
+    assert known and caller is not None and (caller.user, caller.expires_at, caller.application) == (user, 1060, False)
+    assert accounts.cached_caller("not-a-token") == (False, None)
     clock.now = 1061.0
-    assert accounts.cached_user(token) == (True, None)  # known, and expired: refused without the store
+    assert accounts.cached_caller(token) == (True, None)  # known, and expired: refused without the store
     accounts.invalidate()
-    assert accounts.cached_user(token) == (False, None)
+    assert accounts.cached_caller(token) == (False, None)

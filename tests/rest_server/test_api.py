@@ -63,8 +63,8 @@ async def test_login_gives_token_user_and_admin(api: Api) -> None:
 
 
 @pytest.mark.parametrize(("body", "status", "code"), [
-    ({"username": "admin", "password": "wrong"}, 401, "UnauthorizedUserError"),
-    ({"username": "nobody", "password": "x"}, 401, "UnauthorizedUserError"),
+    ({"username": "admin", "password": "wrong"}, 400, "IncorrectPasswordError"),
+    ({"username": "nobody", "password": "x"}, 400, "NoUserError"),
     ({"username": "admin"}, 400, "InvalidParametersError"),
 ])
 async def test_bad_logins(api: Api, body: dict[str, str], status: int, code: str) -> None:
