@@ -62,8 +62,19 @@ class NoUserError(PaiError):
     status = 404
 
 
-class UnknownLoginError(NoUserError):
-    """OpenPAI answers a login (and a read of a user) naming no user with 400, where a change to one is a 404."""
+class UnknownUserError(NoUserError):
+    """OpenPAI answers a login or a read of a user naming no user with 400, where a change to one is a 404."""
+
+    status = 400
+
+
+class NoGroupError(PaiError):
+    code = "NoGroupError"
+    status = 404
+
+
+class UnknownGroupError(NoGroupError):
+    """OpenPAI answers a read of a group naming no group with 400, where a change naming one is a 404."""
 
     status = 400
 
@@ -96,6 +107,18 @@ class ConflictJobError(PaiError):
 class ConflictUserError(PaiError):
     code = "ConflictUserError"
     status = 409
+
+
+class ConflictGroupError(PaiError):
+    code = "ConflictGroupError"
+    status = 409
+
+
+class RemoveAdminError(PaiError):
+    """An admin cannot be deleted (OpenPAI: demote first)."""
+
+    code = "RemoveAdminError"
+    status = 403
 
 
 class ConflictVirtualClusterError(PaiError):

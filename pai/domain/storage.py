@@ -29,6 +29,11 @@ class Storage:
     def allows(self, groups: Collection[str]) -> bool:
         return not self.groups or any(g in groups for g in self.groups)
 
+    def open_to(self, groups: Collection[str], granted: Collection[str] = (), *, admin: bool = False) -> bool:
+        """May a user with these groups mount it: an admin always; a storage its groups' ``acls.storageConfigs``
+        grant (``granted``); one that names no groups, or one of theirs."""
+        return admin or self.name in granted or self.allows(groups)
+
 
 @dataclass(frozen=True, slots=True)
 class StorageMount:
@@ -60,12 +65,12 @@ def mount_path_problem(path: str) -> str | None:
 
 def resolve_mounts(
     requested: tuple[StorageMount, ...], storages: dict[str, Storage], groups: Collection[str], user: str,
-    *, admin: bool = False,
+    *, admin: bool = False, granted: Collection[str] = (),
 ) -> tuple[StorageMount, ...]:
     """The mounts a job asked for, checked against the cluster's storages and the user's groups, with their host
     paths. A request with no name (``teamwise_storage`` naming none) means the user's default storages.
     Anything not allowed raises InvalidParametersError naming the field."""
-    usable = {n: s for n, s in storages.items() if admin or s.allows(groups)}
+    usable = {n: s for n, s in storages.items() if s.open_to(groups, granted, admin=admin)}
     out: list[StorageMount] = []
     for m in requested:
         if not m.name:

@@ -1,4 +1,5 @@
-"""The cluster configuration (``job_schemas/vc-config.json``): validation with errors naming the field."""
+"""The cluster configuration (``job_schemas/vc-config.json``) and the bodies of the user and group API
+(``job_schemas/users-api.json``): validation with errors naming the field."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pai.jobspec.schema import describe
 
 CONFIG_SCHEMA = "vc-config.json"
 SCENARIO_SCHEMA = "vc-scenario.json"
+USERS_API_SCHEMA = "users-api.json"
 
 
 @cache
@@ -76,4 +78,12 @@ def validate_scenario(doc: Any) -> dict[str, Any]:
     if "scheduler" in doc:
         _check(doc["scheduler"], "scheduler", "scheduler")
     _check({"priorityClasses": doc.get("priorityClasses", {})}, None, "")
+    return doc
+
+
+def validate_users_api_body(doc: Any, definition: str) -> dict[str, Any]:
+    """A body of the user and group API against its definition in ``job_schemas/users-api.json``."""
+    if not isinstance(doc, dict):
+        raise InvalidParametersError("body: must be a JSON object", field="body")
+    _check(doc, definition, "", USERS_API_SCHEMA)
     return doc

@@ -11,7 +11,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 
-from pai.domain.errors import ForbiddenUserError, IncorrectPasswordError, UnknownLoginError
+from pai.domain.errors import ForbiddenUserError, IncorrectPasswordError, UnknownUserError
 from pai.store import tokens, users
 from pai.store.credentials import token_digest
 from pai.store.db import Database
@@ -30,10 +30,10 @@ class Accounts:
 
     def login(self, name: str, password: str, expiration: int) -> tuple[str, User]:
         """A new token for ``name``, valid ``expiration`` seconds, when ``password`` is theirs. OpenPAI's errors:
-        UnknownLoginError (400 NoUserError), IncorrectPasswordError."""
+        UnknownUserError (400 NoUserError), IncorrectPasswordError."""
         with self.db.session() as s:
             if users.get_user(s, name) is None:
-                raise UnknownLoginError(f"User {name} is not found.")
+                raise UnknownUserError(f"User {name} is not found.")
             user = users.verify_password(s, name, password)
             if user is None:
                 raise IncorrectPasswordError("Password is incorrect.")

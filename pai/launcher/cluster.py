@@ -16,10 +16,11 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from pai.domain.errors import InvalidParametersError
+from pai.domain.groups import ADMIN_GROUP, vc_group
 from pai.domain.node import Node, NodeState
 from pai.domain.resources import ZERO, Resources
 from pai.launcher import storages
-from pai.store import vcs
+from pai.store import groups, vcs
 from pai.store.vcs import VcStatus
 from pai.vc import VcQuota
 from pai.vc.config import ClusterConfig, parse_config
@@ -97,9 +98,34 @@ def apply_file(s: Session, doc: dict[str, Any], now: float) -> None:
     storages.parse(doc.get("storages"))
     for spec in doc.get("virtualClusters", []):
         vcs.put_vc(s, spec, now)
+        ensure_vc_group(s, spec["name"], now)
     for key in SETTINGS:
         if key in doc:
             vcs.put_setting(s, key, doc[key])
+
+
+def ensure_vc_group(s: Session, vc: str, now: float) -> None:
+    """A VC has a group of its name granting it (OpenPAI's): made with the VC; a group of that name that exists
+    already is kept, and grants the VC from then on."""
+    if vc == ADMIN_GROUP:
+        raise InvalidParametersError(f"name: {vc!r} is the name of the admins' group; choose another", field="name")
+    found = groups.find_group(s, vc)
+    if found is None:
+        groups.create_group(s, vc_group(vc), now=now)
+    elif not found.is_vc_group:
+        groups.save_group(s, found.granting(vc))
+
+
+def forget_vc_groups(s: Session, vc: str) -> None:
+    """A removed VC: its own group goes, and no group grants it any more (OpenPAI's)."""
+    own = groups.find_group(s, vc)
+    for g in groups.list_groups(s):
+        if vc in g.virtual_clusters and g.name != vc:
+            groups.save_group(s, g.not_granting(vc))
+    if own is not None and own.virtual_clusters == (vc,):
+        groups.delete_group(s, vc)
+    elif own is not None:  # a group of its own that grants more: kept, without the VC
+        groups.save_group(s, own.not_granting(vc))
 
 
 def webhdfs_for(s: Session, code_dir: str) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from sqlalchemy.orm import Session
 
-from pai.domain.errors import InvalidParametersError, NoNodeError, NoVirtualClusterError
+from pai.domain.errors import ForbiddenUserError, InvalidParametersError, NoNodeError, NoVirtualClusterError
 from pai.domain.job import Job, Task, initial_tasks
 from pai.domain.jobspec import JobSpec
 from pai.domain.limits import JobLimits
@@ -26,6 +26,7 @@ from pai.launcher import cluster, logs, storages
 from pai.launcher.access import require_owner_or_admin
 from pai.launcher.accounts import Accounts
 from pai.launcher.binding import BindingError, bind_task, ledgers
+from pai.launcher.directory import Directory
 from pai.launcher.env import task_env
 from pai.launcher.heartbeats import Heartbeats, Quiet
 from pai.launcher.lifecycle import (
@@ -67,7 +68,7 @@ from pai.protocol.messages import (
     StopTask,
     VolumeMount,
 )
-from pai.store import history, users
+from pai.store import history
 from pai.store import jobs as store_jobs
 from pai.store import nodes as store_nodes
 from pai.store.db import Database
@@ -136,13 +137,16 @@ class Launcher:
         self._touched: set[str] = set()  # nodes whose tasks changed since take_touched (their agents are poked)
         self.accounts = Accounts(db, clock)
         self.clusters = cluster.ClusterCache()
+        self.directory = Directory(db, clock, self.accounts, self.clusters)
         self.scheduling = Scheduling(self.config.full_pass_seconds)
         self.heartbeats = Heartbeats()
 
     # ---- users' requests ----------------------------------------------------------------------
 
-    def submit(self, user: str, spec: JobSpec, config_text: str) -> Job:
+    def submit(self, owner: User, spec: JobSpec, config_text: str) -> Job:
+        """A job for ``owner`` (the caller, as the request resolved them): its VC must be one their groups grant."""
         now = self.clock()
+        user = owner.name
         job = Job(id=_new_id(), user=user, spec=spec, submitted_at=now, tasks=initial_tasks(spec))
         with self.db.session() as s:
             status = self.clusters.get(s).vc_status(spec.virtual_cluster)
@@ -150,13 +154,16 @@ class Launcher:
                 raise NoVirtualClusterError(
                     f"virtualCluster: {spec.virtual_cluster!r} does not exist", field="virtualCluster"
                 )
+            if not owner.may_use_vc(spec.virtual_cluster):
+                raise ForbiddenUserError(f"virtualCluster: user {user} is not allowed to do operation in "
+                                         f"{spec.virtual_cluster} (it is not a VC of their groups)",
+                                         field="virtualCluster")
             if not status.accepts_jobs():
                 raise InvalidParametersError(
                     f"virtualCluster: VC {spec.virtual_cluster!r} is {status.value} and accepts no new jobs",
                     field="virtualCluster",
                 )
-            if spec.storages:  # resolved against the storages and the user's groups as they are now
-                owner = users.get_user(s, user) or User(name=user, admin=False)
+            if spec.storages:  # resolved against the storages as they are now
                 job = replace(job, spec=storages.resolve(s, spec, owner))
             store_jobs.insert_job(s, job, config_text)
             self.scheduling.changed(job.id)

@@ -11,7 +11,6 @@ from sqlalchemy.orm import Session
 from pai.domain.errors import InvalidParametersError, NoStorageError
 from pai.domain.jobspec import JobSpec
 from pai.domain.storage import Storage, resolve_mounts
-from pai.launcher.access import groups_of
 from pai.store import vcs
 from pai.store.records import User
 
@@ -37,8 +36,7 @@ def of_cluster(s: Session) -> dict[str, Storage]:
 
 def usable_by(s: Session, user: User) -> list[Storage]:
     """The storages ``user`` may mount (admins: all), by name."""
-    groups = groups_of(user)
-    return [st for _, st in sorted(of_cluster(s).items()) if user.admin or st.allows(groups)]
+    return [st for _, st in sorted(of_cluster(s).items()) if st.open_to(user.groups, user.storages, admin=user.admin)]
 
 
 def get(s: Session, name: str, user: User) -> Storage:
@@ -53,5 +51,6 @@ def resolve(s: Session, spec: JobSpec, user: User) -> JobSpec:
     """``spec`` with its mounts checked and given their host paths (InvalidParametersError naming the field)."""
     if not spec.storages:
         return spec
-    mounts = resolve_mounts(spec.storages, of_cluster(s), groups_of(user), user.name, admin=user.admin)
+    mounts = resolve_mounts(spec.storages, of_cluster(s), user.groups, user.name, admin=user.admin,
+                            granted=user.storages)
     return replace(spec, storages=mounts)

@@ -13,6 +13,7 @@ from pai.domain.errors import ConflictVirtualClusterError, InvalidParametersErro
 from pai.domain.resources import ZERO, Resources
 from pai.domain.states import JobState
 from pai.launcher import cluster
+from pai.launcher.accounts import Accounts
 from pai.launcher.snapshot import holds_resources
 from pai.store import jobs as store_jobs
 from pai.store import nodes as store_nodes
@@ -39,10 +40,12 @@ class VcReport:
 
 
 class VcAdmin:
-    def __init__(self, db: Database, clock: Callable[[], float], clusters: cluster.ClusterCache) -> None:
+    def __init__(self, db: Database, clock: Callable[[], float], clusters: cluster.ClusterCache,
+                 accounts: Accounts | None = None) -> None:
         self.db = db
         self.clock = clock
         self.clusters = clusters  # the launcher's: each write below invalidates it once committed
+        self.accounts = accounts  # a VC's group comes and goes with it: users' rights are re-read after a write
 
     @contextmanager
     def _writing(self) -> Iterator[Session]:
@@ -52,6 +55,8 @@ class VcAdmin:
                 yield s
         finally:
             self.clusters.invalidate()
+            if self.accounts is not None:
+                self.accounts.invalidate()
 
     def reports(self) -> list[VcReport]:
         with self.db.session() as s:
@@ -90,6 +95,7 @@ class VcAdmin:
             if total != ZERO:
                 candidate.quotas(total)  # guarantees must fit the cluster as it is now
             vcs.put_vc(s, spec, self.clock())
+            cluster.ensure_vc_group(s, spec["name"], self.clock())
 
     def update(self, name: str, changes: dict[str, Any], validate: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
         """Change some fields of a VC (or create it with them), keeping the rest of its definition."""
@@ -116,6 +122,7 @@ class VcAdmin:
                     f"VC {name} still has {len(active)} active jobs (e.g. {active[0]}); stop them or wait"
                 )
             vcs.delete_vc(s, name)
+            cluster.forget_vc_groups(s, name)
 
     def apply_file(self, doc: dict[str, Any]) -> None:
         with self._writing() as s:

@@ -41,7 +41,7 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
         await store.call(app[LAUNCHER].accounts.ensure_admin, config.admin_user, config.admin_password)
     app[LISTS] = Lists(db, store, config.list_processes)
     app[LISTS].start()
-    app[VCADMIN] = VcAdmin(db, app[LAUNCHER].clock, app[LAUNCHER].clusters)
+    app[VCADMIN] = VcAdmin(db, app[LAUNCHER].clock, app[LAUNCHER].clusters, app[LAUNCHER].accounts)
     if config.vc_config is not None:
         doc = load_cluster_config(config.vc_config.read_text(), str(config.vc_config))
         await store.call(app[VCADMIN].apply_file, doc)

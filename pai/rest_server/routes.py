@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from pai.rest_server import authn, jobs, storages, submit, vcs
+from pai.rest_server import authn, groups, jobs, storages, submit, users, vcs
 from pai.rest_server import handlers as h
 
 JOB = "/api/v2/jobs/{key:[^/]+~[^/]+}"
@@ -25,6 +25,30 @@ routes: list[web.RouteDef] = [
         web.get(base + "/check", authn.check_token),
         web.delete(base + "/{token}", authn.revoke_token),
     )],
+    web.get("/api/v2/users", users.list_users),
+    web.post("/api/v2/users", users.create_user),
+    web.put("/api/v2/users", users.update_user),
+    web.put("/api/v2/users/me", users.update_me),
+    web.get("/api/v2/users/{user}", users.get_user),
+    web.delete("/api/v2/users/{user}", users.delete_user),
+    web.put("/api/v2/users/{user}/password", users.set_password),
+    web.put("/api/v2/users/{user}/email", users.set_email),
+    web.put("/api/v2/users/{user}/admin", users.set_admin),
+    web.put("/api/v2/users/{user}/virtualcluster", users.set_virtual_clusters),
+    web.put("/api/v2/users/{user}/extension", users.set_extension),
+    web.put("/api/v2/users/{user}/grouplist", users.set_group_list),
+    web.put("/api/v2/users/{user}/group", users.add_group),
+    web.delete("/api/v2/users/{user}/group", users.remove_group),
+    web.get("/api/v2/groups", groups.list_groups),
+    web.post("/api/v2/groups", groups.create_group),
+    web.put("/api/v2/groups", groups.update_group),
+    web.get("/api/v2/groups/{group}", groups.get_group),
+    web.delete("/api/v2/groups/{group}", groups.delete_group),
+    web.get("/api/v2/groups/{group}/userlist", groups.group_users),
+    web.put("/api/v2/groups/{group}/description", groups.set_description),
+    web.put("/api/v2/groups/{group}/externalname", groups.set_external_name),
+    web.put("/api/v2/groups/{group}/extension", groups.set_extension),
+    web.put("/api/v2/groups/{group}/extension/{attr:.+}", groups.set_extension_attr),
     web.post("/api/v1/user/{user}/jobs", submit.submit_v1),
     web.post("/api/v2/jobs", submit.submit_v2),
     web.get("/api/v2/jobs", jobs.list_jobs),

@@ -13,9 +13,10 @@ from pai.domain.errors import ForbiddenUserError
 from pai.jobspec import parse_job
 from pai.rest_server.auth import current_user
 from pai.rest_server.keys import LAUNCHER, LOOP, STORE
+from pai.store.records import User
 
 
-async def _submit(request: web.Request, user: str) -> web.Response:
+async def _submit(request: web.Request, user: User) -> web.Response:
     body = await request.read()
     launcher = request.app[LAUNCHER]
     rules = launcher.cached_submission_rules()  # the configuration cached: no hop to a reader thread
@@ -29,8 +30,7 @@ async def _submit(request: web.Request, user: str) -> web.Response:
 
 
 async def submit_v2(request: web.Request) -> web.Response:
-    user = await current_user(request)
-    return await _submit(request, user.name)
+    return await _submit(request, await current_user(request))
 
 
 async def submit_v1(request: web.Request) -> web.Response:
@@ -38,4 +38,4 @@ async def submit_v1(request: web.Request) -> web.Response:
     owner = request.match_info["user"]
     if owner != user.name:
         raise ForbiddenUserError(f"user {user.name} may not submit jobs as {owner}")
-    return await _submit(request, owner)
+    return await _submit(request, user)

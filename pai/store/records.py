@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pai.domain.states import TaskState
@@ -10,8 +10,25 @@ from pai.domain.states import TaskState
 
 @dataclass(frozen=True, slots=True)
 class User:
+    """A user and what their groups grant (``pai.domain.groups.rights_of``; an admin may use every VC)."""
+
     name: str
     admin: bool = False
+    groups: tuple[str, ...] = ()
+    virtual_clusters: frozenset[str] = frozenset()
+    storages: frozenset[str] = frozenset()  # granted by their groups' acls.storageConfigs
+
+    def may_use_vc(self, vc: str) -> bool:
+        return self.admin or vc in self.virtual_clusters
+
+
+@dataclass(frozen=True, slots=True)
+class UserProfile:
+    """A user as OpenPAI's user API shows one: the user, their e-mail and their free-form extension."""
+
+    user: User
+    email: str = ""
+    extension: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
 
 @dataclass(frozen=True, slots=True)

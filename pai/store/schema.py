@@ -45,8 +45,32 @@ class UserRow(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     name: Mapped[str] = mapped_column(unique=True)
     password_hash: Mapped[str] = mapped_column(Text)
-    admin: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[float]
+    email: Mapped[str] = mapped_column(default="", server_default="")
+    extension: Mapped[dict[str, Any]] = mapped_column(JSON(), default=dict, server_default="{}")
+
+
+class GroupRow(Base):
+    """OpenPAI's groups: what a group grants is in ``extension.acls`` (pai.domain.groups)."""
+
+    __tablename__ = "groups"
+
+    name: Mapped[str] = mapped_column(primary_key=True)
+    description: Mapped[str] = mapped_column(Text, default="", server_default="")
+    external_name: Mapped[str] = mapped_column(default="", server_default="")
+    extension: Mapped[dict[str, Any]] = mapped_column(JSON(), default=dict, server_default="{}")
+    created_at: Mapped[float]
+
+
+class MembershipRow(Base):
+    """A user in a group; ``position`` keeps the user's group list in the order it was given."""
+
+    __tablename__ = "memberships"
+
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
+    group_name: Mapped[str] = mapped_column(ForeignKey("groups.name", ondelete="CASCADE"), primary_key=True,
+                                            index=True)
+    position: Mapped[int]
 
 
 class TokenRow(Base):

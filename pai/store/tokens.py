@@ -12,6 +12,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from pai.domain.errors import NoUserError
+from pai.store import users
 from pai.store.credentials import new_token, token_digest
 from pai.store.records import Caller, User
 from pai.store.schema import TokenRow, UserRow
@@ -49,25 +50,28 @@ def resolve_token(s: Session, token: str, now: float) -> User | None:
 def lookup(s: Session, digest: str) -> Caller | None:
     """Who the token with this digest speaks for, expired or not; None if unknown."""
     row = s.execute(
-        select(UserRow.name, UserRow.admin, TokenRow.expires_at, TokenRow.application, TokenRow.created_at)
+        select(UserRow.name, TokenRow.expires_at, TokenRow.application, TokenRow.created_at)
         .join(TokenRow, TokenRow.user_id == UserRow.id)
         .where(TokenRow.token_hash == digest)
     ).one_or_none()
-    if row is None:
+    user = None if row is None else users.get_user(s, row.name)
+    if row is None or user is None:
         return None
-    return Caller(User(name=row.name, admin=row.admin), row.expires_at, row.application, row.created_at)
+    return Caller(user, row.expires_at, row.application, row.created_at)
 
 
 def tokens_of(s: Session, user: str, now: float) -> dict[str, Caller]:
     """The user's tokens that have not expired at ``now``, by digest, oldest first."""
     rows = s.execute(
-        select(UserRow.name, UserRow.admin, TokenRow.token_hash, TokenRow.expires_at, TokenRow.application,
-               TokenRow.created_at)
-        .join(TokenRow, TokenRow.user_id == UserRow.id)
+        select(TokenRow.token_hash, TokenRow.expires_at, TokenRow.application, TokenRow.created_at)
+        .join(UserRow, TokenRow.user_id == UserRow.id)
         .where(UserRow.name == user)
         .order_by(TokenRow.created_at, TokenRow.token_hash)
-    )
-    found = {r.token_hash: Caller(User(r.name, r.admin), r.expires_at, r.application, r.created_at) for r in rows}
+    ).all()
+    owner = users.get_user(s, user) if rows else None
+    if owner is None:
+        return {}
+    found = {r.token_hash: Caller(owner, r.expires_at, r.application, r.created_at) for r in rows}
     return {digest: c for digest, c in found.items() if c.valid_at(now)}
 
 

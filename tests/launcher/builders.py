@@ -5,6 +5,7 @@ from __future__ import annotations
 from pai.domain.job import Job, initial_tasks
 from pai.domain.jobspec import JobSpec, PortSpec, TaskRoleSpec
 from pai.domain.resources import Resources
+from pai.store.records import User
 
 
 def role(name: str, instances: int = 1, *, gpu: int = 0, cpu: int = 1, mem: int = 256, min_failed: int | None = 1,
@@ -39,3 +40,8 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
+
+
+def user(name: str = "alice", *vcs: str) -> User:
+    """A caller as a request resolves one: in ``default`` and the groups of ``vcs``."""
+    return User(name, groups=("default", *vcs), virtual_clusters=frozenset({"default", *vcs}))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pai.domain.errors import IncorrectPasswordError, UnknownLoginError
+from pai.domain.errors import IncorrectPasswordError, UnknownUserError
 from pai.launcher.accounts import Accounts
 from pai.store import credentials, tokens, users
 from pai.store.db import Database
@@ -29,7 +29,7 @@ def test_login_issues_a_token_that_resolves_to_its_user_until_it_expires(db: Dat
     accounts.ensure_admin("admin", "pw")
     with pytest.raises(IncorrectPasswordError):
         accounts.login("admin", "wrong", 60)
-    with pytest.raises(UnknownLoginError):
+    with pytest.raises(UnknownUserError):
         accounts.login("nobody", "pw", 60)
     token, user = accounts.login("admin", "pw", 60)
     assert (user.name, user.admin) == ("admin", True)

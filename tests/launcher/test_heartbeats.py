@@ -23,7 +23,7 @@ from pai.protocol.messages import GpuHealth, HeartbeatRequest, MasterReply, Star
 from pai.store import history, jobs, nodes
 from pai.store.db import Database
 from pai.store.records import TaskAttempt, User
-from tests.launcher.builders import Clock
+from tests.launcher.builders import Clock, user
 from tests.launcher.test_service import register
 from tests.store.conftest import make_database
 
@@ -78,7 +78,7 @@ def steady(tmp_path: Path) -> Iterator[Steady]:
         clock = Clock(1000.0)
         launcher = Launcher(db, LauncherConfig(node_timeout_seconds=30), clock=clock)
         register(launcher, "n1")
-        launcher.submit("alice", spec("j"), "{}")
+        launcher.submit(user("alice"), spec("j"), "{}")
         launcher.schedule_pass()
         (start,) = launcher.heartbeat(HeartbeatRequest("n1")).commands
         assert isinstance(start, StartTask)
@@ -147,7 +147,7 @@ def _stopped_by_the_user(st: Steady) -> MasterReply:
 
 
 def _a_second_job_placed_there(st: Steady) -> MasterReply:
-    st.launcher.submit("alice", spec("k"), "{}")
+    st.launcher.submit(user("alice"), spec("k"), "{}")
     st.launcher.schedule_pass()
     return st.beat(st.running())
 
@@ -226,7 +226,7 @@ def _two_node_job(db: Database) -> tuple[Launcher, dict[str, str]]:
         register(launcher, name)
     pair = JobSpec(name="pair", task_roles=(TaskRoleSpec("w", 2, "sleep 600", Resources(0, 2, 256)),),
                    image="busybox")
-    launcher.submit("alice", pair, "{}")
+    launcher.submit(user("alice"), pair, "{}")
     launcher.schedule_pass()
     attempts: dict[str, str] = {}
     for name in ("n1", "n2"):

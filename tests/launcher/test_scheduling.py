@@ -25,7 +25,7 @@ from pai.store.records import User
 from pai.store.vcs import VcStatus
 from pai.vc import Decision
 from tests.dbkit import statements_of
-from tests.launcher.builders import Clock, Counter
+from tests.launcher.builders import Clock, Counter, user
 from tests.store.conftest import make_database
 
 NODES = {"n1": Resources(4, 16, 64_000), "n2": Resources(4, 16, 64_000), "n3": Resources(8, 32, 128_000)}
@@ -119,7 +119,7 @@ def test_incremental_passes_decide_what_full_passes_decide_on_random_workloads(
             job = spec(f"j{step}-{k}", rnd.choice([0, 1, 1, 2, 4]), rnd.choice([1, 1, 2]),
                        rnd.choice(["default", "research"]), rnd.choice([-1, 10, 10, 100]))
             for launcher, _ in sides:
-                launcher.submit("alice", job, "{}")
+                launcher.submit(user("alice", "research"), job, "{}")
         running = inc_agents.tasks()
         assert running == full_agents.tasks()
         for task in rnd.sample(running, min(len(running), rnd.choice([0, 0, 1, 2]))):
@@ -153,10 +153,10 @@ def test_a_pass_after_a_submission_reads_the_new_job_not_the_queue(databases: tu
     launcher = Launcher(db, LauncherConfig(), clock=Clock(1000.0))
     launcher.register(RegisterRequest(NodeInfo("n1", "10.0.0.1", Resources(0, 1, 1000))))
     for i in range(40):  # more than the node can hold: they wait
-        launcher.submit("alice", spec(f"queued-{i}", 0), "{}")
+        launcher.submit(user("alice", "research"), spec(f"queued-{i}", 0), "{}")
     launcher.schedule_pass()
     assert launcher.scheduling.full_passes == 1
-    launcher.submit("alice", spec("new", 0), "{}")
+    launcher.submit(user("alice", "research"), spec("new", 0), "{}")
     with statements_of(db.engine) as statements:
         decision = launcher.schedule_pass()
     assert launcher.scheduling.full_passes == 1  # incremental
@@ -170,8 +170,8 @@ def test_a_node_change_makes_the_next_pass_a_full_one(databases: tuple[Database,
     db = databases[0]
     launcher = Launcher(db, LauncherConfig(), clock=Clock(1000.0))
     launcher.register(RegisterRequest(NodeInfo("n1", "10.0.0.1", Resources(0, 1, 1000))))
-    launcher.submit("alice", spec("a", 0), "{}")
-    launcher.submit("alice", spec("b", 0), "{}")
+    launcher.submit(user("alice", "research"), spec("a", 0), "{}")
+    launcher.submit(user("alice", "research"), spec("b", 0), "{}")
     assert [a.job for a in launcher.schedule_pass().admissions] == ["alice~a"]
     launcher.schedule_pass()
     assert launcher.scheduling.full_passes == 1
@@ -209,7 +209,7 @@ def test_a_vc_change_is_seen_by_the_next_pass(databases: tuple[Database, Databas
     launcher = Launcher(db, LauncherConfig(), clock=Clock(1000.0))
     launcher.register(RegisterRequest(NodeInfo("n1", "10.0.0.1", Resources(0, 4, 4000))))
     launcher.schedule_pass()
-    launcher.submit("alice", spec("held", 0), "{}")
+    launcher.submit(user("alice", "research"), spec("held", 0), "{}")
     # meanwhile an admin stops the VC (VcAdmin does not tell the launcher: every pass compares the configuration)
     VcAdmin(db, launcher.clock, launcher.clusters).set_status("default", VcStatus.STOPPED)
     decision = launcher.schedule_pass()
@@ -223,7 +223,7 @@ def test_a_failed_pass_leaves_the_next_one_to_rebuild(databases: tuple[Database,
     launcher = Launcher(db, LauncherConfig(), clock=Clock(1000.0))
     launcher.register(RegisterRequest(NodeInfo("n1", "10.0.0.1", Resources(0, 4, 4000))))
     launcher.schedule_pass()
-    launcher.submit("alice", spec("a", 0), "{}")
+    launcher.submit(user("alice", "research"), spec("a", 0), "{}")
 
     def broken(*_: object) -> None:
         raise RuntimeError("the store went away")
@@ -243,7 +243,7 @@ def test_a_pass_acts_on_at_most_admissions_per_pass_and_leaves_the_rest_to_the_n
     db = databases[0]
     launcher = Launcher(db, LauncherConfig(admissions_per_pass=2), clock=Clock(1000.0))
     for i in range(5):
-        launcher.submit("alice", spec(f"j{i}", 0), "{}")
+        launcher.submit(user("alice", "research"), spec(f"j{i}", 0), "{}")
     launcher.register(RegisterRequest(NodeInfo("n1", "10.0.0.1", Resources(0, 8, 8000))))
     acted: list[list[str]] = []
     while not acted or launcher.scheduling.postponed:

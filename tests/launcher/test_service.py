@@ -13,7 +13,7 @@ from pai.protocol import ContainerReport, ContainerStatus
 from pai.protocol.messages import HeartbeatRequest, NodeInfo, RegisterRequest, StartTask
 from pai.store import history, jobs, nodes
 from pai.store.db import Database
-from tests.launcher.builders import Clock
+from tests.launcher.builders import Clock, user
 
 
 def register(launcher: Launcher, name: str) -> None:
@@ -74,7 +74,7 @@ def test_a_cordoned_node_that_was_lost_comes_back_cordoned(db: Database) -> None
 def _running_job(launcher: Launcher, clock: Clock) -> str:
     """A 1-task job submitted, placed on n1 and reported running; its attempt id."""
     spec = JobSpec(name="j", task_roles=(TaskRoleSpec("w", 1, "sleep 600", Resources(0, 1, 256)),), image="busybox")
-    launcher.submit("alice", spec, "{}")
+    launcher.submit(user("alice"), spec, "{}")
     launcher.schedule_pass()
     reply = launcher.heartbeat(HeartbeatRequest("n1"))
     (start,) = reply.commands
@@ -147,7 +147,7 @@ def test_the_start_command_carries_the_configured_webhdfs_address(db: Database, 
     register(launcher, "n1")
     spec = JobSpec(name="j", task_roles=(TaskRoleSpec("w", 1, "true", Resources(0, 1, 256)),), image="busybox",
                    code_dir=code_dir)
-    launcher.submit("alice", spec, "{}")
+    launcher.submit(user("alice"), spec, "{}")
     launcher.schedule_pass()
     (start,) = launcher.heartbeat(HeartbeatRequest("n1")).commands
     assert isinstance(start, StartTask) and (start.code_dir, start.webhdfs) == (code_dir, webhdfs)

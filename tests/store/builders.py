@@ -12,6 +12,7 @@ from pai.domain.node import Node
 from pai.domain.resources import Resources
 from pai.domain.states import JobState
 from pai.domain.storage import StorageMount
+from pai.store.records import User
 
 
 def role(name: str = "worker", instances: int = 1, **changes: Any) -> TaskRoleSpec:
@@ -73,3 +74,13 @@ def full_spec() -> JobSpec:
 
 def node(name: str = "n1", **changes: Any) -> Node:
     return replace(Node(name=name, address="10.0.0.1", total=Resources(8, 64, 256_000)), **changes)
+
+
+def plain(name: str, *vcs: str) -> User:
+    """A user as the store builds one: in ``default`` (which grants the default VC) and the groups of ``vcs``."""
+    return User(name, False, ("default", *vcs), frozenset({"default", *vcs}))
+
+
+def admin(name: str) -> User:
+    """An admin as ``create_user(..., admin=True)`` makes one: ``default`` and ``admingroup``."""
+    return User(name, True, ("default", "admingroup"), frozenset({"default"}))

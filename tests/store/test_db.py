@@ -121,7 +121,7 @@ def test_session_commits_on_success_and_rolls_back_on_error(db: Database) -> Non
 def test_make_database_gives_each_caller_its_own_database(kind: Kind, tmp_path: Path) -> None:
     with make_database(kind, tmp_path / "one") as one, make_database(kind, tmp_path / "two") as two:
         with one.session() as s:
-            s.execute(text("INSERT INTO users (name, password_hash, admin, created_at) VALUES ('x', 'h', false, 0)"))
+            s.execute(text("INSERT INTO users (name, password_hash, created_at) VALUES ('x', 'h', 0)"))
         with two.session() as s:
             assert s.execute(text("SELECT count(*) FROM users")).scalar() == 0
 

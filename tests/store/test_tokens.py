@@ -8,7 +8,7 @@ from sqlalchemy import text
 from pai.domain.errors import NoUserError
 from pai.store import tokens, users
 from pai.store.db import Database
-from pai.store.records import User
+from tests.store.builders import admin, plain
 
 
 @pytest.fixture
@@ -32,13 +32,13 @@ def test_token_expires_after_ttl(alice: Database, now: float, valid: bool) -> No
     with alice.session() as s:
         token = tokens.issue_token(s, "alice", 100, now=1000.0)
     with alice.session() as s:
-        assert tokens.resolve_token(s, token, now) == (User("alice", True) if valid else None)
+        assert tokens.resolve_token(s, token, now) == (admin("alice") if valid else None)
 
 
 def test_token_without_ttl_never_expires(alice: Database) -> None:
     with alice.session() as s:
         token = tokens.issue_token(s, "bob", None, now=0)
-        assert tokens.resolve_token(s, token, now=1e12) == User("bob", False)
+        assert tokens.resolve_token(s, token, now=1e12) == plain("bob")
 
 
 def test_tokens_are_stored_as_digests_only(alice: Database) -> None:
@@ -80,4 +80,4 @@ def test_revoke_user_tokens_and_purge_expired(alice: Database) -> None:
         assert tokens.resolve_token(s, a1, now=1) is None
         assert tokens.purge_expired(s, now=50) == 1
         assert tokens.resolve_token(s, b_short, now=5) is None  # purged
-        assert tokens.resolve_token(s, b_long, now=50) == User("bob")
+        assert tokens.resolve_token(s, b_long, now=50) == plain("bob")

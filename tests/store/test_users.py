@@ -9,17 +9,18 @@ from pai.domain.errors import ConflictUserError, NoUserError
 from pai.store import tokens, users
 from pai.store.db import Database
 from pai.store.records import User
+from tests.store.builders import admin, plain
 
 
 def test_create_and_get(db: Database) -> None:
     with db.session() as s:
-        assert users.create_user(s, "alice", "pw") == User("alice", admin=False)
+        assert users.create_user(s, "alice", "pw") == plain("alice")
         users.create_user(s, "root", "pw", admin=True)
     with db.session() as s:
-        assert users.get_user(s, "alice") == User("alice", False)
-        assert users.get_user(s, "root") == User("root", True)
+        assert users.get_user(s, "alice") == plain("alice")
+        assert users.get_user(s, "root") == admin("root")
         assert users.get_user(s, "nobody") is None
-        assert users.list_users(s) == [User("alice", False), User("root", True)]
+        assert users.list_users(s) == [plain("alice"), admin("root")]
 
 
 def test_password_is_stored_hashed(db: Database) -> None:
@@ -44,7 +45,7 @@ def test_duplicate_name_conflicts_and_session_stays_usable(db: Database) -> None
 @pytest.mark.parametrize(
     ("name", "password", "expected"),
     [
-        pytest.param("alice", "pw-a", User("alice"), id="right password"),
+        pytest.param("alice", "pw-a", plain("alice"), id="right password"),
         pytest.param("alice", "pw-b", None, id="someone else's password"),
         pytest.param("alice", "", None, id="empty password"),
         pytest.param("carol", "pw-a", None, id="unknown user"),
@@ -60,9 +61,9 @@ def test_verify_password(db: Database, name: str, password: str, expected: User 
 
 def test_ensure_admin_creates_once_and_keeps_existing(db: Database) -> None:
     with db.session() as s:
-        assert users.ensure_admin(s, "admin", "first") == User("admin", True)
+        assert users.ensure_admin(s, "admin", "first") == admin("admin")
     with db.session() as s:
-        assert users.ensure_admin(s, "admin", "second") == User("admin", True)
+        assert users.ensure_admin(s, "admin", "second") == admin("admin")
         assert users.verify_password(s, "admin", "first") is not None
         assert users.verify_password(s, "admin", "second") is None
         assert len(users.list_users(s)) == 1
@@ -72,10 +73,10 @@ def test_set_password_and_admin(db: Database) -> None:
     with db.session() as s:
         users.create_user(s, "alice", "old")
         users.set_password(s, "alice", "new")
-        assert users.set_admin(s, "alice", True) == User("alice", True)
+        assert users.set_admin(s, "alice", True) == admin("alice")
     with db.session() as s:
         assert users.verify_password(s, "alice", "old") is None
-        assert users.verify_password(s, "alice", "new") == User("alice", True)
+        assert users.verify_password(s, "alice", "new") == admin("alice")
         with pytest.raises(NoUserError):
             users.set_password(s, "ghost", "x")
 
