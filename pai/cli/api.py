@@ -92,3 +92,44 @@ class MasterApi:
     def virtual_clusters(self) -> dict[str, Any]:
         result: dict[str, Any] = self.http.json("GET", "/api/v2/virtual-clusters")
         return result
+
+    # ---- users and groups (OpenPAI's /api/v2/users and /api/v2/groups) ------------------------
+
+    def users(self) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = self.http.json("GET", "/api/v2/users")
+        return result
+
+    def user(self, name: str) -> dict[str, Any]:
+        result: dict[str, Any] = self.http.json("GET", f"/api/v2/users/{quote_segment(name)}")
+        return result
+
+    def create_user(self, body: dict[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = self.http.json("POST", "/api/v2/users", payload=body)
+        return result
+
+    def update_user(self, data: dict[str, Any]) -> dict[str, Any]:
+        """An admin's patch of a user (``data`` names the user)."""
+        result: dict[str, Any] = self.http.json("PUT", "/api/v2/users", payload={"patch": True, "data": data})
+        return result
+
+    def user_call(self, method: str, name: str, what: str = "", body: dict[str, Any] | None = None) -> Any:
+        """``/api/v2/users/{name}[/what]``: delete, password, group (join or leave) and the like."""
+        path = f"/api/v2/users/{quote_segment(name)}" + (f"/{what}" if what else "")
+        return self.http.json(method, path, payload=body)
+
+    def groups(self) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = self.http.json("GET", "/api/v2/groups")
+        return result
+
+    def group_call(self, method: str, name: str, what: str = "", body: dict[str, Any] | None = None) -> Any:
+        """``/api/v2/groups/{name}[/what]``: get, delete, userlist."""
+        path = f"/api/v2/groups/{quote_segment(name)}" + (f"/{what}" if what else "")
+        return self.http.json(method, path, payload=body)
+
+    def create_group(self, body: dict[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = self.http.json("POST", "/api/v2/groups", payload=body)
+        return result
+
+    def update_group(self, data: dict[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = self.http.json("PUT", "/api/v2/groups", payload={"patch": True, "data": data})
+        return result

@@ -8,6 +8,7 @@ from pai.cli.auth import login, logout
 from pai.cli.jobs import job, list_jobs, logs, stop
 from pai.cli.nodes import cordon, nodes, uncordon
 from pai.cli.submit import submit
+from pai.cli.users import group, user
 
 
 @click.group("pai", context_settings={"help_option_names": ["-h", "--help"]})
@@ -16,7 +17,7 @@ def cli() -> None:
     """pai: submit and watch jobs on a pai (OpenPAI-compatible) cluster."""
 
 
-for command in (login, logout, submit, list_jobs, job, logs, stop, nodes, cordon, uncordon):
+for command in (login, logout, submit, list_jobs, job, logs, stop, nodes, cordon, uncordon, user, group):
     cli.add_command(command)
 
 

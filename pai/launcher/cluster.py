@@ -34,6 +34,7 @@ class Cluster:
     config: ClusterConfig
     status: dict[str, VcStatus] = field(default_factory=dict)
     specs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    jobs_readable_by_all: bool = True  # the configuration's access.jobsReadableByAll
 
     def vc_status(self, name: str) -> VcStatus | None:
         if name in self.status:
@@ -42,7 +43,7 @@ class Cluster:
 
 
 # The configuration's sections kept in cluster_settings.
-SETTINGS = ("scheduler", "priorityClasses", "limits", "hdfs", "storages")
+SETTINGS = ("scheduler", "priorityClasses", "limits", "hdfs", "storages", "access")
 
 
 def document(stored: list[vcs.StoredVc], settings: dict[str, Any]) -> dict[str, Any]:
@@ -54,7 +55,8 @@ def document(stored: list[vcs.StoredVc], settings: dict[str, Any]) -> dict[str, 
 def load(s: Session) -> Cluster:
     stored = vcs.list_vcs(s)
     doc = document(stored, {key: vcs.get_setting(s, key) for key in SETTINGS})
-    return Cluster(parse_config(doc), {v.name: v.status for v in stored}, {v.name: v.spec for v in stored})
+    readable = bool((doc.get("access") or {}).get("jobsReadableByAll", True))
+    return Cluster(parse_config(doc), {v.name: v.status for v in stored}, {v.name: v.spec for v in stored}, readable)
 
 
 class ClusterCache:

@@ -208,6 +208,18 @@ class Launcher:
         cluster = self.clusters.cached()
         return None if cluster is None else (dict(cluster.config.priority_classes), cluster.config.limits)
 
+    def jobs_readable_by_all(self) -> bool:
+        """The configuration's ``access.jobsReadableByAll`` (a read: on a reader thread unless cached)."""
+        cached = self.cached_jobs_readable_by_all()
+        if cached is not None:
+            return cached
+        with self.db.session() as s:
+            return self.clusters.get(s).jobs_readable_by_all
+
+    def cached_jobs_readable_by_all(self) -> bool | None:
+        cluster = self.clusters.cached()
+        return None if cluster is None else cluster.jobs_readable_by_all
+
     def storages(self, user: User) -> list[Storage]:
         """The storages ``user`` may mount."""
         with self.db.session() as s:

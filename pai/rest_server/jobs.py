@@ -13,6 +13,7 @@ from pai.domain.limits import INT32_MAX
 from pai.domain.states import JobState
 from pai.jobspec import stored_config
 from pai.launcher import queries
+from pai.launcher.access import may_read_jobs_of, owner_of, require_reader
 from pai.launcher.logs import MAX_LOG_BYTES
 from pai.launcher.queries import JobFilters, Order
 from pai.rest_server.auth import current_user
@@ -20,6 +21,7 @@ from pai.rest_server.bodies import json_body
 from pai.rest_server.keys import AGENT_TOKEN, HTTP, LAUNCHER, LISTS, LOOP, STORE
 from pai.rest_server.views import attempt_view, job_detail
 from pai.store.db import Database
+from pai.store.records import User
 
 
 @overload
@@ -65,12 +67,28 @@ def _order(raw: str) -> Order:
     raise InvalidParametersError(f"order: {raw!r} is not one of asc, desc", field="order")
 
 
+async def _reader(request: web.Request, owner: str | None) -> tuple[User, bool]:
+    """The caller, who must be allowed to read jobs of ``owner``; and whether everyone may read every job."""
+    user = await current_user(request)
+    launcher = request.app[LAUNCHER]
+    everyone = launcher.cached_jobs_readable_by_all()
+    if everyone is None:
+        everyone = await request.app[STORE].read(launcher.jobs_readable_by_all)
+    if owner is not None:
+        require_reader(user, owner, everyone)
+    return user, everyone
+
+
 async def list_jobs(request: web.Request) -> web.Response:
-    """OpenPAI's job list: ``limit`` defaults to 5,000 and may not pass 50,000 (``pai.launcher.queries``)."""
-    await current_user(request)
+    """OpenPAI's job list: ``limit`` defaults to 5,000 and may not pass 50,000 (``pai.launcher.queries``). Where
+    users read only their own jobs, a list without ``username`` is the caller's."""
     q = request.query
+    username = q.get("username") or None
+    user, everyone = await _reader(request, username)
+    if username is None and not may_read_jobs_of(user, "", everyone):  # may not read every user's jobs
+        username = user.name
     filters = JobFilters(
-        username=q.get("username") or None,
+        username=username,
         vc=q.get("vc") or None,
         states=_states(q.get("state")),
         keyword=q.get("keyword") or None,
@@ -88,7 +106,7 @@ def _key(request: web.Request) -> str:
 
 
 async def job_detail_handler(request: web.Request) -> web.Response:
-    await current_user(request)
+    await _reader(request, owner_of(_key(request)))
     body = await request.app[STORE].read(_detail_body, request.app[LAUNCHER].db, _key(request))
     return web.Response(body=body, content_type="application/json")
 
@@ -99,7 +117,7 @@ def _detail_body(db: Database, key: str) -> bytes:
 
 
 async def job_config(request: web.Request) -> web.Response:
-    await current_user(request)
+    await _reader(request, owner_of(_key(request)))
     text = await request.app[STORE].read(queries.job_config_text, request.app[LAUNCHER].db, _key(request))
     config, version = stored_config(text)
     accept = request.headers.get("Accept", "")
@@ -109,7 +127,7 @@ async def job_config(request: web.Request) -> web.Response:
 
 
 async def job_attempts(request: web.Request) -> web.Response:
-    await current_user(request)
+    await _reader(request, owner_of(_key(request)))
     attempts = await request.app[STORE].read(queries.job_attempts, request.app[LAUNCHER].db, _key(request))
     return web.json_response([attempt_view(a) for a in attempts])
 
@@ -137,8 +155,8 @@ async def execution_type(request: web.Request) -> web.Response:
 
 
 async def task_log(request: web.Request) -> web.Response:
-    await current_user(request)
     key = _key(request)
+    await _reader(request, owner_of(key))
     role = request.match_info["role"]
     stream = request.match_info["stream"]
     try:

@@ -142,3 +142,36 @@ def test_vc_simulate_refuses_what_is_not_a_scenario(tmp_path: Path, content: str
                        timeout=60)
     assert (r.returncode, r.stdout) == (1, "")
     assert f"{path}: not a valid scenario" in r.stderr and named in r.stderr, r.stderr
+
+
+def test_users_and_groups_from_the_cli(one_agent: Cluster, tmp_path: Path) -> None:
+    c = one_agent
+    admin, bob = tmp_path / "admin", tmp_path / "bob"
+    pai(c, "login", "--master", c.url, "--user", "admin", "--password", ADMIN_PASSWORD, home=admin)
+    r = pai(c, "user", "create", "bob", "--password", "bob-secret", "--email", "bob@example.com", home=admin)
+    assert (r.returncode, r.stdout.strip()) == (0, "user bob created"), r.stderr
+    r = pai(c, "group", "create", "team", "--vc", "default", "--storage", "nfs", "--description", "T", home=admin)
+    assert r.returncode == 0, r.stderr
+    assert pai(c, "user", "join", "bob", "team", home=admin).returncode == 0
+    r = pai(c, "user", "list", "-o", "json", home=admin)
+    assert {u["username"]: u["grouplist"] for u in json.loads(r.stdout)}["bob"] == ["default", "team"]
+    r = pai(c, "group", "show", "team", home=admin)
+    assert "VCs default; storages nfs" in r.stdout and "members: bob" in r.stdout, r.stdout + r.stderr
+
+    pai(c, "login", "--master", c.url, "--user", "bob", "--password", "bob-secret", home=bob)
+    r = pai(c, "user", "create", "eve", "--password", "eve-secret", home=bob)
+    assert r.returncode == 1 and "ForbiddenUserError" in r.stderr and "Traceback" not in r.stderr
+    r = pai(c, "user", "passwd", "--old-password", "bob-secret", "--new-password", "bob-secret-2", home=bob)
+    assert r.returncode == 0, r.stderr
+    r = pai(c, "user", "show", "bob", home=bob)
+    assert r.returncode == 1 and "UnauthorizedUserError" in r.stderr  # a new password ends the old logins
+
+    r = pai(c, "user", "set", "bob", "--admin", home=admin)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(pai(c, "user", "show", "bob", "-o", "json", home=admin).stdout)["admin"] is True
+    r = pai(c, "user", "delete", "bob", home=admin)
+    assert r.returncode == 1 and "RemoveAdminError" in r.stderr
+    pai(c, "user", "set", "bob", "--no-admin", home=admin)
+    assert pai(c, "group", "delete", "team", home=admin).returncode == 0
+    assert pai(c, "user", "delete", "bob", home=admin).returncode == 0
+    assert [u["username"] for u in json.loads(pai(c, "user", "list", "-o", "json", home=admin).stdout)] == ["admin"]

@@ -221,3 +221,26 @@ async def test_application_tokens_cannot_change_users(api: Api) -> None:
     status, answer = await api.call("POST", "/api/v2/users", token=app["token"],
                                     json_body={"username": "eve", "password": "secret1"})
     assert (status, answer["code"]) == (403, "ForbiddenUserError") and "Applications" in answer["message"]
+
+
+@pytest.mark.parametrize("readable_by_all", [True, False])
+async def test_who_reads_whose_jobs(api: Api, readable_by_all: bool) -> None:
+    from pai.launcher import cluster
+    from pai.rest_server.keys import DB, LAUNCHER
+
+    with api.client.app[DB].session() as s:
+        cluster.apply_file(s, {"access": {"jobsReadableByAll": readable_by_all}}, 0.0)
+    api.client.app[LAUNCHER].clusters.invalidate()
+    bob, carol = await create(api, "bob"), await create(api, "carol")
+    assert (await submit(api, bob, "b1"))[0] == 202
+    assert (await submit(api, carol, "c1"))[0] == 202
+    _, listed = await api.call("GET", "/api/v2/jobs", token=bob)
+    assert sorted(j["name"] for j in listed) == (["b1", "c1"] if readable_by_all else ["b1"])
+    for path in ("/api/v2/jobs?username=carol", "/api/v2/jobs/carol~c1", "/api/v2/jobs/carol~c1/config",
+                 "/api/v2/jobs/carol~c1/attempts"):
+        status, answer = await api.call("GET", path, token=bob)
+        assert status == (200 if readable_by_all else 403), (path, answer)
+    assert (await api.call("GET", "/api/v2/jobs/bob~b1", token=bob))[0] == 200
+    assert sorted(await jobs_of(api, "carol")) == ["c1"]  # the admin reads everyone's
+    _, everything = await api.call("GET", "/api/v2/jobs", token=await api.login())
+    assert sorted(j["name"] for j in everything) == ["b1", "c1"]
