@@ -11,18 +11,20 @@ bash scripts/setup.sh
 "$PY" -m pip check
 
 # Debian packages the tests use: a Docker Engine (tests/dockerkit.py starts its own dockerd on a private socket),
-# busybox-static (its test image) and a registry with password auth (tests/registrykit.py). Root, or sudo,
-# installs them.
+# busybox-static (its test image), a registry with password auth (tests/registrykit.py), and Node.js with npm.
+# Root, or sudo, installs them.
 need=()
 command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
 command -v busybox >/dev/null 2>&1 || need+=(busybox-static)
 command -v docker-registry >/dev/null 2>&1 || need+=(docker-registry)
+# Node.js and npm: tests/e2e/test_js_sdk.py installs OpenPAI's JavaScript SDK from npm and drives a master with it.
+command -v npm >/dev/null 2>&1 || need+=(nodejs npm)
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo -n"
   echo "test setup: installing Debian packages: ${need[*]}"
   if ! { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}"; } >/dev/null; then
-    echo "test setup: could not install ${need[*]} (needs root or sudo); the docker tests will be skipped" >&2
+    echo "test setup: could not install ${need[*]} (needs root or sudo); the tests that need them will be skipped (failed under CI=true)" >&2
   fi
 fi
 

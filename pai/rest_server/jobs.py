@@ -83,7 +83,7 @@ async def list_jobs(request: web.Request) -> web.Response:
     """OpenPAI's job list: ``limit`` defaults to 5,000 and may not pass 50,000 (``pai.launcher.queries``). Where
     users read only their own jobs, a list without ``username`` is the caller's."""
     q = request.query
-    username = q.get("username") or None
+    username = request.match_info.get("user") or q.get("username") or None  # v0.14: /api/v1/user/{user}/jobs
     user, everyone = await _reader(request, username)
     if username is None and not may_read_jobs_of(user, "", everyone):  # may not read every user's jobs
         username = user.name
@@ -102,7 +102,9 @@ async def list_jobs(request: web.Request) -> web.Response:
 
 
 def _key(request: web.Request) -> str:
-    return request.match_info["key"]
+    """``user~job``: from ``/api/v2/jobs/{key}``, or from OpenPAI v0.14's ``/api/v1/user/{user}/jobs/{name}``."""
+    found = request.match_info
+    return found["key"] if "key" in found else f"{found['user']}~{found['name']}"
 
 
 async def job_detail_handler(request: web.Request) -> web.Response:

@@ -7,9 +7,11 @@ from aiohttp import web
 from pai.rest_server import authn, groups, jobs, storages, submit, users, vcs
 from pai.rest_server import handlers as h
 
-JOB = "/api/v2/jobs/{key:[^/]+~[^/]+}"
+JOB = "/api/v2/jobs/{key:[^/]+}"  # user~job; another name is answered NoJobError (OpenPAI's VS Code extension asks
+# for /api/v2/jobs/protocolversion/config and takes NoApiError to mean a v1-only cluster)
+V1_JOB = "/api/v1/user/{user}/jobs/{name}"  # OpenPAI v0.14's
 
-routes: list[web.RouteDef] = [
+_routes: list[web.RouteDef] = [
     web.get("/api/v1", h.api_v1),
     web.get("/api/v2/info", h.info),
     web.get("/healthz", h.healthz),
@@ -50,6 +52,12 @@ routes: list[web.RouteDef] = [
     web.put("/api/v2/groups/{group}/extension", groups.set_extension),
     web.put("/api/v2/groups/{group}/extension/{attr:.+}", groups.set_extension_attr),
     web.post("/api/v1/user/{user}/jobs", submit.submit_v1),
+    web.get("/api/v1/jobs", jobs.list_jobs),
+    web.get("/api/v1/jobs/{key}", jobs.job_detail_handler),
+    web.get("/api/v1/user/{user}/jobs", jobs.list_jobs),
+    web.get(V1_JOB, jobs.job_detail_handler),
+    web.get(V1_JOB + "/config", jobs.job_config),
+    web.put(V1_JOB + "/executionType", jobs.execution_type),
     web.post("/api/v2/jobs", submit.submit_v2),
     web.get("/api/v2/jobs", jobs.list_jobs),
     web.get(JOB, jobs.job_detail_handler),
@@ -76,3 +84,14 @@ routes: list[web.RouteDef] = [
     web.post("/api/internal/agents/{node}/heartbeat", h.agent_heartbeat),
     web.get("/api/internal/agents/{node}/channel", h.agent_channel),
 ]
+
+
+def _slash_optional(route: web.RouteDef) -> web.RouteDef:
+    """``/api/...`` answers with or without a trailing slash, as OpenPAI's (Express) routes do: its JS SDK asks for
+    ``/api/v2/users/``."""
+    if not route.path.startswith("/api/"):
+        return route
+    return web.RouteDef(route.method, route.path + "{trailing_slash:/?}", route.handler, route.kwargs)
+
+
+routes: list[web.RouteDef] = [_slash_optional(r) for r in _routes]

@@ -9,19 +9,29 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from pai.domain.errors import ForbiddenUserError
+from pai.domain.errors import ForbiddenUserError, InvalidParametersError
 from pai.jobspec import parse_job
+from pai.jobspec.form import parse_form_job
 from pai.rest_server.auth import current_user
+from pai.rest_server.bodies import FORM_TYPES
 from pai.rest_server.keys import LAUNCHER, LOOP, STORE
 from pai.store.records import User
 
 
-async def _submit(request: web.Request, user: User) -> web.Response:
-    body = await request.read()
+async def _submit(request: web.Request, user: User, *, form_v1: bool = False) -> web.Response:
     launcher = request.app[LAUNCHER]
     rules = launcher.cached_submission_rules()  # the configuration cached: no hop to a reader thread
     classes, limits = rules if rules is not None else await request.app[STORE].read(launcher.submission_rules)
-    parsed = await request.app[STORE].behind_reads(parse_job, body, request.content_type, classes, limits)
+    if form_v1 and request.content_type in FORM_TYPES:  # OpenPAI's VS Code extension posts a v1 job as a form
+        pairs: list[tuple[str, str]] = []
+        for name, value in (await request.post()).items():
+            if not isinstance(value, str):
+                raise InvalidParametersError(f"{name}: must be a text field, not a file", field=name)
+            pairs.append((name, value))
+        parsed = await request.app[STORE].behind_reads(parse_form_job, pairs, classes, limits)
+    else:
+        body = await request.read()
+        parsed = await request.app[STORE].behind_reads(parse_job, body, request.content_type, classes, limits)
     job = await request.app[STORE].call(launcher.submit, user, parsed.spec, parsed.text)
     request.app[LOOP].wake()
     return web.json_response(
@@ -38,4 +48,4 @@ async def submit_v1(request: web.Request) -> web.Response:
     owner = request.match_info["user"]
     if owner != user.name:
         raise ForbiddenUserError(f"user {user.name} may not submit jobs as {owner}")
-    return await _submit(request, user)
+    return await _submit(request, user, form_v1=True)
