@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from aiohttp import web
+from aiohttp.typedefs import Handler
 
 from pai.domain.errors import ForbiddenUserError
 from pai.jobspec.vcconfig import validate_users_api_body
@@ -105,45 +106,22 @@ async def set_password(request: web.Request) -> web.Response:
                                b.get("oldPassword"), message="update user password successfully.")
 
 
-async def set_email(request: web.Request) -> web.Response:
-    by, name, b = await _legacy(request, "emailBody")
-    return await answer_change(request, directory_of(request).set_email, by, name, b["email"],
-                         message="Update user email data successfully.")
+def _setter(definition: str, field: str, method: str, message: str) -> Handler:
+    """A legacy ``PUT /api/v2/users/{user}/...`` call: one body field handed to one ``Directory`` method."""
+
+    async def handler(request: web.Request) -> web.Response:
+        by, name, b = await _legacy(request, definition)
+        return await answer_change(request, getattr(directory_of(request), method), by, name, b[field],
+                                   message=message.format(name=name, value=b[field]))
+
+    return handler
 
 
-async def set_admin(request: web.Request) -> web.Response:
-    by, name, b = await _legacy(request, "adminBody")
-    return await answer_change(request, directory_of(request).set_admin, by, name, b["admin"],
-                         message="Update user admin permission successfully.")
-
-
-async def set_virtual_clusters(request: web.Request) -> web.Response:
-    by, name, b = await _legacy(request, "virtualClusterBody")
-    return await answer_change(request, directory_of(request).set_virtual_clusters, by, name, b["virtualCluster"],
-                         message="Update user virtualCluster data successfully.")
-
-
-async def set_extension(request: web.Request) -> web.Response:
-    by, name, b = await _legacy(request, "extensionBody")
-    return await answer_change(request, directory_of(request).merge_extension, by, name, b["extension"],
-                         message="Update user extension data successfully.")
-
-
-async def set_group_list(request: web.Request) -> web.Response:
-    by, name, b = await _legacy(request, "grouplistBody")
-    return await answer_change(request, directory_of(request).set_group_list, by, name, b["grouplist"],
-                         message="update user grouplist successfully.")
-
-
-async def add_group(request: web.Request) -> web.Response:
-    by, name, b = await _legacy(request, "groupBody")
-    group = b["groupname"]
-    return await answer_change(request, directory_of(request).add_to_group, by, name, group,
-                         message=f"User {name} is added into group {group}")
-
-
-async def remove_group(request: web.Request) -> web.Response:
-    by, name, b = await _legacy(request, "groupBody")
-    group = b["groupname"]
-    return await answer_change(request, directory_of(request).remove_from_group, by, name, group,
-                         message=f"User {name} is removed from group {group}")
+set_email = _setter("emailBody", "email", "set_email", "Update user email data successfully.")
+set_admin = _setter("adminBody", "admin", "set_admin", "Update user admin permission successfully.")
+set_virtual_clusters = _setter("virtualClusterBody", "virtualCluster", "set_virtual_clusters",
+                               "Update user virtualCluster data successfully.")
+set_extension = _setter("extensionBody", "extension", "merge_extension", "Update user extension data successfully.")
+set_group_list = _setter("grouplistBody", "grouplist", "set_group_list", "update user grouplist successfully.")
+add_group = _setter("groupBody", "groupname", "add_to_group", "User {name} is added into group {value}")
+remove_group = _setter("groupBody", "groupname", "remove_from_group", "User {name} is removed from group {value}")
