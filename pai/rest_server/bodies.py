@@ -28,19 +28,29 @@ async def json_body(request: web.Request, hint: str = "") -> dict[str, Any]:
     return body
 
 
+async def form_pairs(request: web.Request) -> list[tuple[str, str]]:
+    """A form body's fields in order (a field may come more than once); a body that is not a valid form, or a
+    field that is a file, is a 400 naming it."""
+    try:
+        form = await request.post()
+    except ValueError as e:  # e.g. multipart/form-data without a boundary
+        raise InvalidParametersError(f"body: not a valid {request.content_type} body: {e}", field="body") from None
+    pairs: list[tuple[str, str]] = []
+    for name, value in form.items():
+        if not isinstance(value, str):
+            raise InvalidParametersError(f"{name}: must be a text field, not a file", field=name)
+        pairs.append((name, value))
+    return pairs
+
 
 async def fields(request: web.Request, hint: str = "") -> dict[str, Any]:
     """The body's fields, from a JSON object or a form (OpenPAI's JS SDK and VS Code extension post forms to log in
     and to ask for a token). A form's values are strings; a field given twice is a 400 naming it."""
     if request.content_type not in FORM_TYPES:
         return await json_body(request, hint)
-    form = await request.post()
     found: dict[str, Any] = {}
-    for name in form:
-        values = form.getall(name)
-        if len(values) > 1:
-            raise InvalidParametersError(f"{name}: given {len(values)} times; give it once", field=name)
-        if not isinstance(values[0], str):
-            raise InvalidParametersError(f"{name}: must be a text field, not a file", field=name)
-        found[name] = values[0]
+    for name, value in await form_pairs(request):
+        if name in found:
+            raise InvalidParametersError(f"{name}: given more than once; give it once", field=name)
+        found[name] = value
     return found

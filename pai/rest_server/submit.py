@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from pai.domain.errors import ForbiddenUserError, InvalidParametersError
+from pai.domain.errors import ForbiddenUserError
 from pai.jobspec import parse_job
 from pai.jobspec.form import parse_form_job
 from pai.rest_server.auth import current_user
-from pai.rest_server.bodies import FORM_TYPES
+from pai.rest_server.bodies import FORM_TYPES, form_pairs
 from pai.rest_server.keys import LAUNCHER, LOOP, STORE
 from pai.store.records import User
 
@@ -23,11 +23,7 @@ async def _submit(request: web.Request, user: User, *, form_v1: bool = False) ->
     rules = launcher.cached_submission_rules()  # the configuration cached: no hop to a reader thread
     classes, limits = rules if rules is not None else await request.app[STORE].read(launcher.submission_rules)
     if form_v1 and request.content_type in FORM_TYPES:  # OpenPAI's VS Code extension posts a v1 job as a form
-        pairs: list[tuple[str, str]] = []
-        for name, value in (await request.post()).items():
-            if not isinstance(value, str):
-                raise InvalidParametersError(f"{name}: must be a text field, not a file", field=name)
-            pairs.append((name, value))
+        pairs = await form_pairs(request)
         parsed = await request.app[STORE].behind_reads(parse_form_job, pairs, classes, limits)
     else:
         body = await request.read()

@@ -102,3 +102,10 @@ async def test_the_v014_job_family(api: Api) -> None:
     assert status == 202, answer
     status, detail = await api.call("GET", "/api/v1/user/admin/jobs/vscode-v2")
     assert detail["jobStatus"]["state"] == "STOPPED"
+
+
+async def test_a_form_that_is_not_one_is_a_400(api: Api) -> None:
+    for path in ("/api/v1/user/admin/jobs", "/api/v2/authn/basic/login"):
+        status, answer = await api.call("POST", path, body="x", content_type="multipart/form-data")
+        assert (status, answer["code"]) == (400, "InvalidParametersError") and "boundary" in answer["message"], path
+    assert (await api.call("GET", "/api/v2/jobs"))[1] == []
