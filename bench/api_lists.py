@@ -61,8 +61,8 @@ from pai.domain.resources import Resources
 from pai.domain.states import JobState, TaskState
 from pai.rest_server.app import make_app
 from pai.rest_server.config import MasterConfig
-from pai.store import codec, keyword
 from pai.store import jobs as store_jobs
+from pai.store import keyword
 from pai.store.db import Database
 from pai.store.schema import JobRow, TaskRow
 from tests.dbkit import database_url
@@ -98,19 +98,10 @@ def finished_job(i: int, rng: random.Random) -> tuple[Job, str]:
     return job, text
 
 
-def columns(row: JobRow | TaskRow) -> dict[str, Any]:
-    return {c.key: getattr(row, c.key) for c in row.__table__.columns}
-
-
 def job_rows(job: Job, text: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The rows ``store.jobs.insert_job`` writes, as plain dicts for one bulk INSERT a batch (it takes ~1 ms a job,
     a savepoint each: minutes for 100,000)."""
-    row = JobRow(id=job.id, user_name=job.user, name=job.name, vc=job.vc, state=job.state.value,
-                 priority=job.spec.priority, protocol_version=job.spec.protocol_version, config_text=text,
-                 spec=codec.spec_to_dict(job.spec), submitted_at=job.submitted_at, started_at=job.started_at,
-                 completed_at=job.completed_at, retries=job.retries, exit_code=job.exit_code, exit_reason=None,
-                 waiting_reason=None, preempted_by=None)
-    return columns(row), [columns(codec.task_to_row(job.id, t)) for t in job.tasks]
+    return store_jobs.rows_of(job, text)
 
 
 def store(url: str, n: int) -> tuple[float, list[str]]:

@@ -83,7 +83,8 @@ def prepare_spec(text: str, source: str) -> PreparedSpec:
 
 
 def _is_relative_local(path: str) -> bool:
-    return bool(path) and "://" not in path and not path.startswith("/") and ".." not in PurePath(path).parts
+    """Not a URL, not absolute, not OpenPAI's ``$PAI_DEFAULT_FS_URI/...`` (the master replaces the variable)."""
+    return bool(path) and "://" not in path and not path.startswith(("/", "$")) and ".." not in PurePath(path).parts
 
 
 def wait_for_job(
@@ -139,6 +140,9 @@ def submit(file: IO[str], wait: bool, timeout: float | None, interval: float, ma
     if not isinstance(key, str) or not key:
         raise BadResponseError("POST", conn.session.master + "/api/v2/jobs", "no jobName in the answer")
     click.echo(key)
+    for warning in answer.get("warnings") or []:  # what the cluster accepted and does not honour
+        if isinstance(warning, dict):
+            click.echo(f"warning: {warning.get('field')}: {warning.get('message')}", err=True)
     if not wait:
         return
     final = wait_for_job(

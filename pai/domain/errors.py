@@ -99,6 +99,20 @@ class NoTaskError(PaiError):
     status = 404
 
 
+class NoTaskLogError(PaiError):
+    """OpenPAI's answer for a task attempt that has no log (unknown, or never started)."""
+
+    code = "NoTaskLogError"
+    status = 404
+
+
+class NoJobSshInfoError(PaiError):
+    """OpenPAI's answer for a job whose tasks cannot be reached by SSH."""
+
+    code = "NoJobSshInfoError"
+    status = 404
+
+
 class ConflictJobError(PaiError):
     code = "ConflictJobError"
     status = 409

@@ -43,7 +43,8 @@ class Job:
     submitted_at: float = 0.0
     started_at: float | None = None
     completed_at: float | None = None
-    retries: int = 0
+    retries: int = 0  # job retries counted against ``retryCount`` (OpenPAI's retryDetails.user)
+    platform_retries: int = 0  # requeues the platform caused (preempted, node lost): not counted
     exit_code: int | None = None
     exit_reason: str | None = None
     waiting_reason: dict[str, Any] | None = None
@@ -57,6 +58,11 @@ class Job:
     @property
     def key(self) -> str:
         return job_key(self.user, self.spec.name)
+
+    @property
+    def attempt_index(self) -> int:
+        """The job attempt now running or last run (OpenPAI's ``attemptId``): every requeue starts a new one."""
+        return self.retries + self.platform_retries
 
     @property
     def vc(self) -> str:

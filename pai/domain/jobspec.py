@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from pai.domain.resources import Resources
 from pai.domain.storage import StorageMount
@@ -12,6 +13,22 @@ PRIORITY_CLASSES: dict[str, int] = {"prod": 100, "test": 10, "oppo": -1}
 DEFAULT_PRIORITY_CLASS = "test"
 # Every task gets these port labels besides its own.
 RESERVED_PORT_LABELS = ("http", "ssh")
+# OpenPAI v0.14's v1 ``retryCount`` below zero (FrameworkLauncher's maxRetryCount): retry every failure that is
+# retried at all (unknown exits; transient ones are requeued anyway), without limit ...
+RETRY_UNLIMITED = -1
+# ... or retry after every exit, success and permanent failures included: a service that runs until stopped.
+RETRY_ALWAYS = -2
+
+
+@dataclass(frozen=True, slots=True)
+class SpecWarning:
+    """A field the job asks for that this cluster accepts but does not honour (``field``: its path)."""
+
+    field: str
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"field": self.field, "message": self.message}
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +79,7 @@ class JobSpec:
     task_roles: tuple[TaskRoleSpec, ...]
     protocol_version: int = 2
     virtual_cluster: str = "default"
-    retry_count: int = 0
+    retry_count: int = 0  # >= 0, or RETRY_UNLIMITED / RETRY_ALWAYS
     image: str = ""
     code_dir: str = ""
     data_dir: str = ""
@@ -73,6 +90,9 @@ class JobSpec:
     priority: int = PRIORITY_CLASSES[DEFAULT_PRIORITY_CLASS]
     gang: bool = True
     storages: tuple[StorageMount, ...] = ()
+    # v2 ``secrets`` as submitted (None: the job has none), written to files in every task (OpenPAI's
+    # /usr/local/pai/secrets/secrets.yaml); never shown.
+    secrets: dict[str, Any] | None = field(default=None, repr=False)
 
     def role(self, name: str) -> TaskRoleSpec:
         for r in self.task_roles:

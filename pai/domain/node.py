@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -42,3 +43,18 @@ class Node:
 
     def back_from_lost(self) -> NodeState:
         return self.admin_state or NodeState.READY
+
+
+def sku_types(nodes: Iterable[Node]) -> dict[str, Resources]:
+    """OpenPAI's SKU types: per GPU type the nodes report, what one GPU comes with (its node's CPUs and memory
+    divided by its GPUs, the least over the nodes of that type); ``extras...skuType`` names one. Nodes without
+    GPUs or without a GPU type have none."""
+    out: dict[str, Resources] = {}
+    for n in nodes:
+        if not n.gpu_type or n.total.gpu <= 0:
+            continue
+        unit = Resources(1, n.total.cpu // n.total.gpu, n.total.memory_mb // n.total.gpu)
+        seen = out.get(n.gpu_type)
+        out[n.gpu_type] = unit if seen is None else Resources(1, min(seen.cpu, unit.cpu),
+                                                              min(seen.memory_mb, unit.memory_mb))
+    return dict(sorted(out.items()))

@@ -7,6 +7,7 @@ from typing import Any
 
 from pai.domain.codedir import CodeDirError, parse_code_dir
 from pai.domain.errors import InvalidProtocolError
+from pai.domain.pathvars import with_stand_ins
 
 MAX_PORT = 65_535
 
@@ -34,11 +35,12 @@ def require_port_range(path: str, begin_at: int, count: int) -> None:
 
 
 def require_code_dir(path: str, value: str) -> None:
-    """The codeDir rule (:mod:`pai.domain.codedir`) at submission, so that a bad one is a 400, not a failed task."""
+    """The codeDir rule (:mod:`pai.domain.codedir`) at submission, so that a bad one is a 400, not a failed task;
+    OpenPAI's ``$PAI_DEFAULT_FS_URI`` and ``$PAI_USER_NAME`` count as what they will be replaced with."""
     if not value:
         return
     try:
-        parse_code_dir(value)
+        parse_code_dir(with_stand_ins(value))
     except CodeDirError as e:
         raise InvalidProtocolError(f"{path}: {value!r}: {e.rule}", field=path) from None
 

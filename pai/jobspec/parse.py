@@ -7,12 +7,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pai.domain.jobspec import PRIORITY_CLASSES, JobSpec
+from pai.domain.jobspec import PRIORITY_CLASSES, JobSpec, SpecWarning
 from pai.domain.limits import DEFAULT_JOB_LIMITS, JobLimits
 from pai.jobspec import v1, v2
 from pai.jobspec.decode import Syntax, decode
 from pai.jobspec.limits import check_job_limits
 from pai.jobspec.schema import ProtocolVersion, validate
+from pai.jobspec.unhonoured import unhonoured
 
 MASK = "******"
 
@@ -23,6 +24,7 @@ class ParsedJob:
     protocol_version: int
     config: dict[str, Any]  # the document as submitted (templates unrendered, secrets in clear)
     text: str  # the body as submitted
+    warnings: tuple[SpecWarning, ...] = ()  # fields accepted and not honoured on this cluster
 
 
 def parse_job(
@@ -35,7 +37,8 @@ def parse_job(
 
     Raises ``domain.InvalidProtocolError`` (``.field`` = the field path) for malformed JSON/YAML, a body that is
     not a mapping or is nested too deeply, a schema violation, a job past the cluster's ``limits`` or a broken
-    reference between sections. Everything is checked before anything is built for the job's tasks.
+    reference between sections. Everything is checked before anything is built for the job's tasks. What is
+    accepted but not honoured on this cluster is in ``warnings``.
     """
     decoded = decode(body, content_type)
     version = ProtocolVersion.of(decoded.config, from_json=decoded.syntax is Syntax.JSON)
@@ -44,7 +47,9 @@ def parse_job(
     config = copy.deepcopy(decoded.config)  # normalizing must never change what /config returns
     normalize = v1.normalize if version is ProtocolVersion.V1 else v2.normalize
     spec = normalize(config, priority_classes)
-    return ParsedJob(spec=spec, protocol_version=int(version), config=decoded.config, text=decoded.text)
+    warnings = unhonoured(decoded.config, version)
+    return ParsedJob(spec=spec, protocol_version=int(version), config=decoded.config, text=decoded.text,
+                     warnings=warnings)
 
 
 def stored_config(text: str) -> tuple[dict[str, Any], int]:

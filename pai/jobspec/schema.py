@@ -72,7 +72,8 @@ def describe(error: ValidationError) -> tuple[str, str]:
         case "pattern":
             if "propertyNames" in error.schema_path:
                 return join_path(path, str(instance)), f"name {instance!r} does not match {value}"
-            return path, f"{_short(instance)} does not match {value}"
+            rule = error.schema.get("x-rule") if isinstance(error.schema, dict) else None
+            return path, f"{_short(instance)} is not {rule}" if rule else f"{_short(instance)} does not match {value}"
         case "minItems":
             return path, f"must have at least {value} item{'s' if value != 1 else ''}"
         case "minProperties":

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pai.domain.jobspec import PRIORITY_CLASSES, JobSpec, PortSpec, TaskRoleSpec
+from pai.domain.pathvars import PATH_FIELDS, expand
 from pai.domain.resources import Resources
 from pai.jobspec.checks import (
     require_code_dir,
@@ -26,18 +27,20 @@ def normalize(config: dict[str, Any], classes: Mapping[str, int] = PRIORITY_CLAS
     require_unique(((f"taskRoles[{i}].name", r["name"]) for i, r in enumerate(roles)), "task role name")
     extras = Extras.read(config.get("extras"), [r["name"] for r in roles], classes)
     image: str = config["image"]
-    require_code_dir("codeDir", config.get("codeDir", ""))
+    name: str = config["jobName"]
+    code_dir, data_dir, output_dir = (expand(config.get(f, ""), job_name=name) for f in PATH_FIELDS.values())
+    require_code_dir("codeDir", code_dir)
     gpu_type = config.get("gpuType") or None
     return JobSpec(
-        name=config["jobName"],
+        name=name,
         task_roles=tuple(_role(i, r, image, extras.sku_types.get(r["name"], gpu_type)) for i, r in enumerate(roles)),
         protocol_version=1,
         virtual_cluster=config.get("virtualCluster") or "default",
         retry_count=whole(config.get("retryCount", 0)),
         image=image,
-        code_dir=config.get("codeDir", ""),
-        data_dir=config.get("dataDir", ""),
-        output_dir=config.get("outputDir", ""),
+        code_dir=code_dir,  # $PAI_USER_NAME, $PAI_DEFAULT_FS_URI: replaced at submission (pathvars.bind)
+        data_dir=data_dir,
+        output_dir=output_dir,
         job_envs={k: env_value(v) for k, v in (config.get("jobEnvs") or {}).items()},
         gpu_type=gpu_type,
         priority_class=extras.priority_class,

@@ -1,4 +1,5 @@
-"""OpenPAI v2 YAML job (schema-checked) -> JobSpec: references resolved, deployments applied, templates rendered."""
+"""OpenPAI v2 YAML job (schema-checked) -> JobSpec: references resolved, deployments applied, templates rendered,
+``cmd`` plugins' commands around each role's (:mod:`pai.jobspec.plugins`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pai.domain.jobspec import PRIORITY_CLASSES, JobSpec, PortSpec, RegistryAuth
 from pai.domain.resources import Resources
 from pai.jobspec.checks import require_shm_within_memory, require_unique, whole, whole_or_none
 from pai.jobspec.extras import Extras
+from pai.jobspec.plugins import Render, check_role_prerequisites, wrap
 from pai.jobspec.storages import requested_mounts
 from pai.jobspec.template import MAX_RENDERED, render
 
@@ -25,13 +27,14 @@ Prerequisites = dict[str, dict[str, dict[str, Any]]]  # type -> name -> item
 def normalize(config: dict[str, Any], classes: Mapping[str, int] = PRIORITY_CLASSES) -> JobSpec:
     roles: dict[str, dict[str, Any]] = config["taskRoles"]
     prerequisites = _prerequisites(config["prerequisites"])
+    check_role_prerequisites(roles, config["prerequisites"])
     secrets: dict[str, Any] = config.get("secrets") or {}
     auths = _image_auths(config["prerequisites"], secrets)
     wrappers = _deployment(config, roles)
     extras = Extras.read(config.get("extras"), list(roles), classes)
     scope = {"parameters": config.get("parameters") or {}, "secrets": secrets}
     task_roles = tuple(
-        _role(name, role, prerequisites, scope, wrappers.get(name, {}), extras.sku_types.get(name), auths)
+        _role(name, role, prerequisites, scope, wrappers.get(name, {}), extras.sku_types.get(name), auths, config)
         for name, role in roles.items()
     )
     defaults: dict[str, Any] = config.get("defaults") or {}
@@ -45,6 +48,7 @@ def normalize(config: dict[str, Any], classes: Mapping[str, int] = PRIORITY_CLAS
         priority=extras.priority,
         gang=extras.gang,
         storages=requested_mounts(config.get("extras")),
+        secrets=secrets if "secrets" in config else None,
     )
 
 
@@ -66,7 +70,8 @@ def _image_auths(items: list[dict[str, Any]], secrets: dict[str, Any]) -> dict[s
 
 
 def _auth(i: int, auth: dict[str, Any], secrets: dict[str, Any]) -> RegistryAuth:
-    value = {key: render(str(v), {"secrets": secrets}, f"prerequisites[{i}].auth.{key}") for key, v in auth.items()}
+    value = {key: render(str(v), {"secrets": secrets}, f"prerequisites[{i}].auth.{key}", blank_unknown=bool(secrets))
+             for key, v in auth.items()}
     return RegistryAuth(value.get("username", ""), value.get("password", ""), value.get("registryuri", ""))
 
 
@@ -99,6 +104,7 @@ def _role(
     hooks: dict[str, tuple[str, list[str]]],
     gpu_type: str | None,
     auths: dict[str, RegistryAuth],
+    config: dict[str, Any],
 ) -> TaskRoleSpec:
     path = f"taskRoles.{name}"
     refs: dict[str, dict[str, Any]] = {}
@@ -115,10 +121,17 @@ def _role(
     require_shm_within_memory(f"{path}.extraContainerOptions.shmMB", shm_mb, memory_mb)
     completion: dict[str, Any] = role.get("completion") or {}
     role_scope = {**scope, **{k: v for k, v in refs.items() if k != "dockerimage"}}
+    budget = [MAX_RENDERED]  # the role's command, every line joined (plugins' too), stays within one limit
+
+    def render_at(text: str, where: str) -> str:
+        rendered = render(text.strip(), role_scope, where, limit=budget[0], blank_unknown=bool(scope["secrets"]))
+        budget[0] -= len(rendered) + 1
+        return rendered
+
     return TaskRoleSpec(
         name=name,
         instances=whole(role.get("instances", 1)),
-        command="\n".join(_commands(path, role, hooks, role_scope)),
+        command=wrap("\n".join(_commands(path, role, hooks, render_at)), name, role, config, render_at),
         resources=Resources(gpu=whole(resources["gpu"]), cpu=whole(resources["cpu"]), memory_mb=memory_mb),
         image=refs["dockerimage"]["uri"],
         shm_mb=shm_mb,
@@ -132,19 +145,13 @@ def _role(
 
 
 def _commands(
-    path: str, role: dict[str, Any], hooks: dict[str, tuple[str, list[str]]], scope: dict[str, Any]
+    path: str, role: dict[str, Any], hooks: dict[str, tuple[str, list[str]]], render_at: Render
 ) -> list[str]:
     parts = [hooks["preCommands"]] if "preCommands" in hooks else []
     parts.append((f"{path}.commands", role["commands"]))
     if "postCommands" in hooks:
         parts.append(hooks["postCommands"])
-    rendered: list[str] = []
-    budget = MAX_RENDERED  # the role's command, every line joined, stays within one limit
-    for where, commands in parts:
-        for i, command in enumerate(commands):
-            rendered.append(render(command.strip(), scope, f"{where}[{i}]", limit=budget))
-            budget -= len(rendered[-1]) + 1
-    return rendered
+    return [render_at(command, f"{where}[{i}]") for where, commands in parts for i, command in enumerate(commands)]
 
 
 def _threshold(completion: dict[str, Any], key: str, path: str, default: int | None) -> int | None:

@@ -141,6 +141,12 @@ def webhdfs_for(s: Session, code_dir: str) -> str:
     return str(mapping.get(namenode) or mapping.get(namenode.rsplit(":", 1)[0]) or "")
 
 
+def default_fs(s: Session) -> str | None:
+    """What ``$PAI_DEFAULT_FS_URI`` stands for in a v1 job's paths (``hdfs.defaultFs``); None when not configured."""
+    value = (vcs.get_setting(s, "hdfs") or {}).get("defaultFs")
+    return str(value) if value else None
+
+
 def cluster_total(nodes: Iterable[Node]) -> Resources:
     """What the VCs' percents are of: every node that is not lost."""
     total = ZERO

@@ -21,6 +21,7 @@ from enum import StrEnum
 from typing import Any
 
 from pai.domain.job import Job, Task
+from pai.domain.jobspec import RETRY_ALWAYS, RETRY_UNLIMITED
 from pai.domain.states import JobState, TaskState
 from pai.launcher.exit_codes import Retry, classify
 from pai.protocol.exitcodes import PlatformExit
@@ -161,7 +162,7 @@ def _admit(job: Job, ev: Admitted, ids: IdSource, cmds: list[Command]) -> Job:
             finished_at=None,
         )
         tasks.append(nt)
-        cmds.append(AttemptStarted(nt, job.retries))
+        cmds.append(AttemptStarted(nt, job.attempt_index))
     nodes = sorted({b.node for b in ev.bindings})
     cmds.append(Note("admitted", f"admitted on {', '.join(nodes)}", {"nodes": nodes}))
     return job.with_state(JobState.RUNNING, tasks=tuple(tasks), started_at=ev.now, waiting_reason=None)
@@ -213,7 +214,7 @@ def _exited(job: Job, ev: Exited, ids: IdSource, cmds: list[Command]) -> Job:
             started_at=None,
             finished_at=None,
         )
-        cmds.append(AttemptStarted(again, job.retries))
+        cmds.append(AttemptStarted(again, job.attempt_index))
         cmds.append(
             Note(
                 "task-retried",
@@ -297,13 +298,16 @@ def _settle(job: Job, now: float, cmds: list[Command]) -> Job:
                          f"{classify(culprit.exit_code or 0).reason} (not counted as a retry)"))
         return _requeue(job, counted=False)
     if kind is Outcome.SUCCEED:
+        if job.spec.retry_count == RETRY_ALWAYS:
+            cmds.append(Note("retried", f"job succeeded; {_retry_phrase(job)}"))
+            return _requeue(job, counted=True)
         cmds.append(Note("succeeded", "job succeeded"))
         return job.with_state(JobState.SUCCEEDED, completed_at=now, exit_code=0)
     assert culprit is not None and culprit.exit_code is not None
     spec = classify(culprit.exit_code)
-    if spec.retry is Retry.UNKNOWN and job.retries < job.spec.retry_count:
+    if _may_retry(job, spec.retry):
         cmds.append(Note("retried", f"{culprit.role}[{culprit.index}] exited {culprit.exit_code} ({spec.phrase}); "
-                         f"job retry {job.retries + 1} of {job.spec.retry_count}"))
+                         f"{_retry_phrase(job)}"))
         return _requeue(job, counted=True)
     cmds.append(Note("failed", f"{culprit.role}[{culprit.index}] exited {culprit.exit_code} ({spec.phrase})",
                      {"exitCode": culprit.exit_code}))
@@ -313,6 +317,24 @@ def _settle(job: Job, now: float, cmds: list[Command]) -> Job:
     )
 
 
+def _may_retry(job: Job, retry: Retry) -> bool:
+    """Whether a failed job is retried: an unknown exit within the retry count (-1: without limit); with -2,
+    every exit (OpenPAI's FrameworkLauncher: fancy retry policy for -1, none for -2)."""
+    limit = job.spec.retry_count
+    if limit == RETRY_ALWAYS:
+        return True
+    return retry is Retry.UNKNOWN and (limit == RETRY_UNLIMITED or job.retries < limit)
+
+
+def _retry_phrase(job: Job) -> str:
+    limit = job.spec.retry_count
+    if limit == RETRY_ALWAYS:
+        return f"job retry {job.retries + 1} (retryCount -2: retried after every exit until stopped)"
+    if limit == RETRY_UNLIMITED:
+        return f"job retry {job.retries + 1} (retryCount -1: no limit)"
+    return f"job retry {job.retries + 1} of {limit}"
+
+
 def _requeue(job: Job, *, counted: bool) -> Job:
     tasks = tuple(
         replace(t, state=t.state.to(TaskState.WAITING), node=None, address=None, ports={}, gpus=(),
@@ -320,7 +342,8 @@ def _requeue(job: Job, *, counted: bool) -> Job:
         for t in job.tasks
     )
     return job.with_state(
-        JobState.WAITING, tasks=tasks, retries=job.retries + (1 if counted else 0), preempted_by=None
+        JobState.WAITING, tasks=tasks, retries=job.retries + (1 if counted else 0),
+        platform_retries=job.platform_retries + (0 if counted else 1), preempted_by=None
     )
 
 

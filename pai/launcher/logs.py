@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from pai.domain.errors import NoTaskError
+from pai.domain.errors import NoTaskLogError
 from pai.store import history, nodes
 from pai.store import jobs as store_jobs
 
@@ -23,15 +23,15 @@ class LogLocation:
 
 def locate(s: Session, key: str, role: str, index: int, attempt_id: str | None = None) -> LogLocation:
     """The latest attempt of task ``role[index]`` of job ``key``, or the attempt ``attempt_id`` (an earlier
-    one). Raises NoJobError, NoTaskError."""
+    one). Raises NoJobError, NoTaskLogError."""
     job = store_jobs.get_job(s, key)
     attempts = [a for a in history.list_attempts(s, job.id) if a.role == role and a.index == index]
     if attempt_id is not None:
         attempts = [a for a in attempts if a.attempt_id == attempt_id]
         if not attempts:
-            raise NoTaskError(f"task {role}[{index}] of job {key} has no attempt {attempt_id}")
+            raise NoTaskLogError(f"task {role}[{index}] of job {key} has no attempt {attempt_id}")
     if not attempts or attempts[-1].node is None:
-        raise NoTaskError(f"task {role}[{index}] of job {key} has no attempt yet")
+        raise NoTaskLogError(f"task {role}[{index}] of job {key} has no attempt yet")
     chosen = attempts[-1]
     assert chosen.node is not None
     node = nodes.get_node(s, chosen.node)

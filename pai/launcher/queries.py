@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from pai.domain.errors import InvalidParametersError
 from pai.domain.job import Job
-from pai.store import history
+from pai.store import history, tags
 from pai.store import jobs as store_jobs
 from pai.store.db import Database
 from pai.store.records import JobEvent, TaskAttempt
@@ -46,6 +46,8 @@ class JobPage:
 class JobDetail:
     job: Job
     events: list[JobEvent]
+    attempts: list[TaskAttempt]  # every task attempt, oldest first
+    tags: list[str]
 
 
 def list_jobs(db: Database, filters: JobFilters) -> JobPage:
@@ -59,10 +61,11 @@ def list_jobs(db: Database, filters: JobFilters) -> JobPage:
 
 
 def job_detail(db: Database, key: str) -> JobDetail:
-    """The job ``user~name`` with its tasks and its events. Raises NoJobError."""
+    """The job ``user~name`` with its tasks, events, task attempts and tags. Raises NoJobError."""
     with db.session() as s:
         job = store_jobs.get_job(s, key)
-        return JobDetail(job, history.list_events(s, job.id))
+        return JobDetail(job, history.list_events(s, job.id), history.list_attempts(s, job.id),
+                         tags.tags_of(s, job.id))
 
 
 def job_config_text(db: Database, key: str) -> str:

@@ -14,9 +14,10 @@ from dataclasses import dataclass, replace
 
 from sqlalchemy.orm import Session
 
+from pai.domain import pathvars
 from pai.domain.errors import ForbiddenUserError, InvalidParametersError, NoNodeError, NoVirtualClusterError
 from pai.domain.job import Job, Task, initial_tasks
-from pai.domain.jobspec import JobSpec
+from pai.domain.jobspec import JobSpec, SpecWarning
 from pai.domain.limits import JobLimits
 from pai.domain.node import Node, NodeState
 from pai.domain.resources import Resources
@@ -143,8 +144,9 @@ class Launcher:
 
     # ---- users' requests ----------------------------------------------------------------------
 
-    def submit(self, owner: User, spec: JobSpec, config_text: str) -> Job:
-        """A job for ``owner`` (the caller, as the request resolved them): its VC must be one their groups grant."""
+    def submit(self, owner: User, spec: JobSpec, config_text: str, warnings: Sequence[SpecWarning] = ()) -> Job:
+        """A job for ``owner`` (the caller, as the request resolved them): its VC must be one their groups grant.
+        ``warnings`` (what the spec asks for and this cluster does not honour) go to its history."""
         now = self.clock()
         user = owner.name
         job = Job(id=_new_id(), user=user, spec=spec, submitted_at=now, tasks=initial_tasks(spec))
@@ -163,11 +165,14 @@ class Launcher:
                     f"virtualCluster: VC {spec.virtual_cluster!r} is {status.value} and accepts no new jobs",
                     field="virtualCluster",
                 )
+            job = replace(job, spec=pathvars.bind(spec, user, cluster.default_fs(s)))  # v1's $PAI_USER_NAME, ...
             if spec.storages:  # resolved against the storages as they are now
-                job = replace(job, spec=storages.resolve(s, spec, owner))
+                job = replace(job, spec=storages.resolve(s, job.spec, owner))
             store_jobs.insert_job(s, job, config_text)
             self.scheduling.changed(job.id)
             history.add_event(s, job.id, now, "submitted", f"submitted by {user} to VC {spec.virtual_cluster}", {})
+            for warning in warnings:
+                history.add_event(s, job.id, now, "warning", f"{warning.field}: {warning.message}", warning.to_dict())
         log.info("job submitted job=%s vc=%s tasks=%d", job.key, job.vc, len(job.tasks))
         return job
 
@@ -395,6 +400,7 @@ class Launcher:
             mounts=tuple(VolumeMount(m.host_path, m.mount_path, m.read_only, m.name) for m in job.spec.storages),
             registry_auth=None if role.image_auth is None else RegistryCredentials(
                 role.image_auth.username, role.image_auth.password, role.image_auth.registry),
+            secrets=job.spec.secrets,
         )
 
     # ---- the loop's work ------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from pai.nodeagent import attempt_record
+from pai.nodeagent import attempt_record, jobsecrets
 from pai.nodeagent.attempt_record import AttemptRecord
 from pai.nodeagent.logfmt import BoundLogger, bind
 from pai.nodeagent.runtime import ExitListener
@@ -58,9 +58,10 @@ class AttemptBook(Generic[A]):
         return attempt
 
     def finish(self, attempt: A, record: AttemptRecord) -> None:
-        """The attempt ended as ``record`` says: kept on disk, then reported."""
+        """The attempt ended as ``record`` says: kept on disk (its secrets removed), then reported."""
         attempt.record = record
         self.save(record)
+        jobsecrets.remove(Path(record.workdir))
         attempt.finished.set()
         self.log.info("attempt exited", extra=fields(record) | {"exit_code": record.exit_code})
         if self._on_exit is not None:

@@ -7,7 +7,8 @@ indices where the node has NVIDIA devices (``NVIDIA_VISIBLE_DEVICES`` always mat
 CPU task), docker's init as PID 1 so that signals reach the command, and labels carrying the job, role,
 index, attempt and this agent (``pai.agent``: its state directory). Mounts: the attempt's ``code`` read-only
 at ``/pai/code`` (the working directory when present), a writable ``/pai/work``, the job's storages (their
-node directories at the job's mount paths; one that is not on the node fails the attempt), and the attempt's
+node directories at the job's mount paths; one that is not on the node fails the attempt), the job's secrets
+read-only at OpenPAI's ``/usr/local/pai/secrets`` (``jobsecrets``), and the attempt's
 ``stdout.log``/``stderr.log``, which the command writes straight to, so logs are on the node while it runs
 and after the container is gone.
 
@@ -32,7 +33,7 @@ import docker
 import docker.errors
 from docker.types import DeviceRequest, Mount
 
-from pai.nodeagent import attempt_record
+from pai.nodeagent import attempt_record, jobsecrets
 from pai.nodeagent.attempt_record import AttemptRecord, exit_reason_of
 from pai.nodeagent.attempts import Attempt, AttemptBook, fields
 from pai.nodeagent.logfmt import BoundLogger
@@ -115,7 +116,7 @@ class DockerRuntime:
             return
         try:
             container = await asyncio.to_thread(self._create_and_start, cmd, workdir)
-        except docker.errors.DockerException as e:
+        except (docker.errors.DockerException, OSError) as e:  # OSError: the attempt's files (secrets) on the node
             reason = f"the container could not start: {_short(e)}"
             self._finish(attempt, attempt.record.exited(int(PlatformExit.CONTAINER_START_FAILED), reason, time.time()))
             return
@@ -175,6 +176,10 @@ class DockerRuntime:
         gpus = ",".join(str(g) for g in cmd.gpus)
         env = {**cmd.env, "PAI_WORK_DIR": WORK, "PAI_CODE_DIR": CODE if code.is_dir() else "",
                "NVIDIA_VISIBLE_DEVICES": gpus or "none"}
+        if cmd.secrets is not None:  # OpenPAI's secrets.yaml, where OpenPAI mounts it
+            secrets = jobsecrets.write(workdir, cmd.secrets)
+            mounts.append(Mount(jobsecrets.CONTAINER_DIR, str(secrets), type="bind", read_only=True))
+            env[jobsecrets.ENV] = jobsecrets.CONTAINER_DIR
         requests = [DeviceRequest(device_ids=gpus.split(","), capabilities=[["gpu"]])] if gpus and self._gpu_devices \
             else None
         memory = f"{cmd.resources.memory_mb}m"

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pai.nodeagent import attempt_record, process_group
+from pai.nodeagent import attempt_record, jobsecrets, process_group
 from pai.nodeagent.attempt_record import AttemptRecord, exit_code_of, exit_reason_of
 from pai.nodeagent.attempts import Attempt, AttemptBook, fields
 from pai.nodeagent.logfmt import BoundLogger
@@ -97,8 +97,11 @@ class ProcessRuntime:
         record = AttemptRecord.for_command(cmd, workdir, _unused(cmd))
         code = workdir / "code"
         code_dir = code if code.is_dir() else None
+        env = task_env(cmd, workdir, code_dir)
         try:
             workdir.mkdir(parents=True, exist_ok=True)
+            if cmd.secrets is not None:
+                env[jobsecrets.ENV] = str(jobsecrets.write(workdir, cmd.secrets))
             with open(workdir / "stdout.log", "ab") as out, open(workdir / "stderr.log", "ab") as err:
                 proc = subprocess.Popen(
                     ["sh", "-c", _RECORD_EXIT, "pai-task", cmd.command, str(workdir / EXIT_CODE_FILE)],
@@ -106,7 +109,7 @@ class ProcessRuntime:
                     stdout=out,
                     stderr=err,
                     cwd=code_dir or workdir,
-                    env=task_env(cmd, workdir, code_dir),
+                    env=env,
                     start_new_session=True,
                 )
         except OSError as e:

@@ -256,6 +256,8 @@ class StartTask:
     webhdfs: str = ""  # the WebHDFS address of an hdfs:// codeDir's namenode; "" for the default rule
     mounts: tuple[VolumeMount, ...] = ()
     registry_auth: RegistryCredentials | None = None
+    # The job's v2 secrets (None: it has none), for the files under OpenPAI's /usr/local/pai/secrets; never logged.
+    secrets: dict[str, Any] | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -275,6 +277,7 @@ class StartTask:
             "webhdfs": self.webhdfs,
             "mounts": [m.to_dict() for m in self.mounts],
             "registryAuth": None if self.registry_auth is None else self.registry_auth.to_dict(),
+            "secrets": self.secrets,
         }
 
     @classmethod
@@ -296,9 +299,16 @@ class StartTask:
                 webhdfs=str(d.get("webhdfs", "")),
                 mounts=tuple(VolumeMount.from_dict(m) for m in d.get("mounts") or ()),
                 registry_auth=RegistryCredentials.from_dict(d["registryAuth"]) if d.get("registryAuth") else None,
+                secrets=_mapping_or_none(d.get("secrets"), "secrets"),
             )
         except (KeyError, ValueError, TypeError, AttributeError) as e:
             raise ProtocolError(f"bad start command: {e}") from e
+
+
+def _mapping_or_none(value: Any, name: str) -> dict[str, Any] | None:
+    if value is None or isinstance(value, dict):
+        return value
+    raise TypeError(f"{name} must be an object or null")
 
 
 @dataclass(frozen=True, slots=True)

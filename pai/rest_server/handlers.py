@@ -8,13 +8,14 @@ from typing import Any
 from aiohttp import web
 
 from pai import __version__
-from pai.domain.errors import ForbiddenUserError, InvalidParametersError
+from pai.domain.errors import ForbiddenUserError, InvalidParametersError, NoVirtualClusterError
 from pai.domain.node import NodeState
+from pai.domain.node import sku_types as node_sku_types
 from pai.jobspec.agentmsg import check_agent_message
 from pai.protocol.messages import HeartbeatRequest, ProtocolError, RegisterRequest
 from pai.rest_server.auth import check_agent, current_user
 from pai.rest_server.bodies import json_body
-from pai.rest_server.keys import CHANNELS, CONFIG, LAUNCHER, LOOP, STORE
+from pai.rest_server.keys import CHANNELS, CONFIG, LAUNCHER, LOOP, STORE, VCADMIN
 from pai.rest_server.views import node_view
 
 
@@ -46,6 +47,20 @@ async def list_nodes(request: web.Request) -> web.Response:
     await current_user(request)
     usage = await request.app[STORE].read(request.app[LAUNCHER].node_usage)
     return web.json_response([node_view(n, used) for n, used in usage])
+
+
+async def sku_types(request: web.Request) -> web.Response:
+    """``GET /api/v2/cluster/sku-types[?vc=VC]`` and ``/api/v2/virtual-clusters/{vc}/sku-types``: OpenPAI's
+    ``{sku: {cpu, memory, gpu}}``. A VC's share is of the whole pool, so every VC has every SKU of the cluster."""
+    await current_user(request)
+    vc = request.match_info.get("vc") or request.query.get("vc")
+    if vc is not None:
+        reports = await request.app[STORE].read(request.app[VCADMIN].reports)
+        if all(r.quota.name != vc for r in reports):
+            raise NoVirtualClusterError(f"virtual cluster {vc} not found")
+    usage = await request.app[STORE].read(request.app[LAUNCHER].node_usage)
+    skus = node_sku_types(n for n, _ in usage)
+    return web.json_response({name: {"cpu": r.cpu, "memory": r.memory_mb, "gpu": r.gpu} for name, r in skus.items()})
 
 
 async def set_node_state(request: web.Request) -> web.Response:

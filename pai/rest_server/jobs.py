@@ -3,36 +3,40 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from typing import overload
 
 import yaml
 from aiohttp import ClientError, ClientTimeout, web
 
-from pai.domain.errors import InvalidParametersError, NoTaskError
+from pai.domain.errors import InvalidParametersError, NoJobSshInfoError, NoTaskLogError
 from pai.domain.limits import INT32_MAX
 from pai.domain.states import JobState
 from pai.jobspec import stored_config
-from pai.launcher import queries
+from pai.launcher import job_removal, jobtags, queries
 from pai.launcher.access import may_read_jobs_of, owner_of, require_reader
+from pai.launcher.jobtags import check_tag
 from pai.launcher.logs import MAX_LOG_BYTES
 from pai.launcher.queries import JobFilters, Order
 from pai.rest_server.auth import current_user
 from pai.rest_server.bodies import json_body
+from pai.rest_server.job_views import job_detail
 from pai.rest_server.keys import AGENT_TOKEN, HTTP, LAUNCHER, LISTS, LOOP, STORE
-from pai.rest_server.views import attempt_view, job_detail
+from pai.rest_server.views import attempt_view
 from pai.store.db import Database
 from pai.store.records import User
+from pai.store.summaries import SORT_FIELDS, SortField
 
 
 @overload
-def _int_param(request: web.Request, name: str, default: int, maximum: int = INT32_MAX) -> int: ...
+def int_param(request: web.Request, name: str, default: int, maximum: int = INT32_MAX) -> int: ...
 
 
 @overload
-def _int_param(request: web.Request, name: str, default: None, maximum: int = INT32_MAX) -> int | None: ...
+def int_param(request: web.Request, name: str, default: None, maximum: int = INT32_MAX) -> int | None: ...
 
 
-def _int_param(request: web.Request, name: str, default: int | None, maximum: int = INT32_MAX) -> int | None:
+def int_param(request: web.Request, name: str, default: int | None, maximum: int = INT32_MAX) -> int | None:
     raw = request.query.get(name)
     if raw is None or raw == "":
         return default
@@ -58,23 +62,36 @@ def _states(raw: str | None) -> tuple[JobState, ...] | None:
         raise InvalidParametersError(f"state: {raw!r} is not one of {allowed}", field="state") from None
 
 
-def _order(raw: str) -> Order:
-    order = raw.lower()
-    if order == "asc":
-        return "asc"
-    if order == "desc":
-        return "desc"
-    raise InvalidParametersError(f"order: {raw!r} is not one of asc, desc", field="order")
+def _order(raw: str) -> tuple[SortField, Order]:
+    """OpenPAI's ``order=<field>,ASC|DESC`` (``submissionTime,DESC`` by default), or our ``asc``/``desc`` alone."""
+    field, _, direction = raw.partition(",")
+    if not direction and field.lower() in ("asc", "desc"):
+        field, direction = "submissionTime", field
+    if field not in SORT_FIELDS:
+        raise InvalidParametersError(f"order: {field!r} is not one of {', '.join(SORT_FIELDS)} (like "
+                                     "order=submissionTime,DESC)", field="order")
+    if direction.upper() not in ("ASC", "DESC"):
+        raise InvalidParametersError(f"order: {direction!r} is not one of ASC, DESC (like order={field},DESC)",
+                                     field="order")
+    return field, "asc" if direction.upper() == "ASC" else "desc"
 
 
-async def _reader(request: web.Request, owner: str | None) -> tuple[User, bool]:
-    """The caller, who must be allowed to read jobs of ``owner``; and whether everyone may read every job."""
+def _names(raw: str | None) -> tuple[str, ...] | None:
+    """A comma-separated filter (OpenPAI's ``username=a,b``); empty or absent: no filter."""
+    if not raw:
+        return None
+    return tuple(dict.fromkeys(n.strip() for n in raw.split(",") if n.strip())) or None
+
+
+async def reader(request: web.Request, owners: Iterable[str]) -> tuple[User, bool]:
+    """The caller, who must be allowed to read jobs of every one of ``owners``; and whether everyone may read
+    every job."""
     user = await current_user(request)
     launcher = request.app[LAUNCHER]
     everyone = launcher.cached_jobs_readable_by_all()
     if everyone is None:
         everyone = await request.app[STORE].read(launcher.jobs_readable_by_all)
-    if owner is not None:
+    for owner in owners:
         require_reader(user, owner, everyone)
     return user, everyone
 
@@ -83,44 +100,47 @@ async def list_jobs(request: web.Request) -> web.Response:
     """OpenPAI's job list: ``limit`` defaults to 5,000 and may not pass 50,000 (``pai.launcher.queries``). Where
     users read only their own jobs, a list without ``username`` is the caller's."""
     q = request.query
-    username = request.match_info.get("user") or q.get("username") or None  # v0.14: /api/v1/user/{user}/jobs
-    user, everyone = await _reader(request, username)
-    if username is None and not may_read_jobs_of(user, "", everyone):  # may not read every user's jobs
-        username = user.name
+    users = _names(request.match_info.get("user") or q.get("username"))  # v0.14: /api/v1/user/{user}/jobs
+    user, everyone = await reader(request, users or ())
+    if users is None and not may_read_jobs_of(user, "", everyone):  # may not read every user's jobs
+        users = (user.name,)
+    sort, order = _order(q.get("order", "submissionTime,DESC"))
     filters = JobFilters(
-        username=username,
-        vc=q.get("vc") or None,
+        users=users,
+        vcs=_names(q.get("vc")),
         states=_states(q.get("state")),
         keyword=q.get("keyword") or None,
-        offset=_int_param(request, "offset", 0),
-        limit=_int_param(request, "limit", queries.DEFAULT_LIMIT, maximum=queries.MAX_LIMIT),
-        order=_order(q.get("order", "desc")),
+        tags_contain=_names(q.get("tagsContain")),
+        tags_not_contain=_names(q.get("tagsNotContain")),
+        offset=int_param(request, "offset", 0),
+        limit=int_param(request, "limit", queries.DEFAULT_LIMIT, maximum=queries.MAX_LIMIT),
+        sort=sort,
+        order=order,
         with_total=q.get("withTotalCount", "").lower() == "true",
     )
     body = await request.app[LISTS].render(filters)
     return web.Response(body=body, content_type="application/json")
 
 
-def _key(request: web.Request) -> str:
+def key_of(request: web.Request) -> str:
     """``user~job``: from ``/api/v2/jobs/{key}``, or from OpenPAI v0.14's ``/api/v1/user/{user}/jobs/{name}``."""
     found = request.match_info
     return found["key"] if "key" in found else f"{found['user']}~{found['name']}"
 
 
 async def job_detail_handler(request: web.Request) -> web.Response:
-    await _reader(request, owner_of(_key(request)))
-    body = await request.app[STORE].read(_detail_body, request.app[LAUNCHER].db, _key(request))
+    await reader(request, [owner_of(key_of(request))])
+    body = await request.app[STORE].read(_detail_body, request.app[LAUNCHER].db, key_of(request))
     return web.Response(body=body, content_type="application/json")
 
 
 def _detail_body(db: Database, key: str) -> bytes:
-    found = queries.job_detail(db, key)
-    return json.dumps(job_detail(found.job, found.events)).encode()
+    return json.dumps(job_detail(queries.job_detail(db, key))).encode()
 
 
 async def job_config(request: web.Request) -> web.Response:
-    await _reader(request, owner_of(_key(request)))
-    text = await request.app[STORE].read(queries.job_config_text, request.app[LAUNCHER].db, _key(request))
+    await reader(request, [owner_of(key_of(request))])
+    text = await request.app[STORE].read(queries.job_config_text, request.app[LAUNCHER].db, key_of(request))
     config, version = stored_config(text)
     accept = request.headers.get("Accept", "")
     if "yaml" in accept or (version == 2 and "json" not in accept):
@@ -129,8 +149,8 @@ async def job_config(request: web.Request) -> web.Response:
 
 
 async def job_attempts(request: web.Request) -> web.Response:
-    await _reader(request, owner_of(_key(request)))
-    attempts = await request.app[STORE].read(queries.job_attempts, request.app[LAUNCHER].db, _key(request))
+    await reader(request, [owner_of(key_of(request))])
+    attempts = await request.app[STORE].read(queries.job_attempts, request.app[LAUNCHER].db, key_of(request))
     return web.json_response([attempt_view(a) for a in attempts])
 
 
@@ -140,7 +160,7 @@ async def execution_type(request: web.Request) -> web.Response:
     value = body.get("value")
     if value not in ("STOP", "START"):
         raise InvalidParametersError(f"value: {value!r} is not one of STOP, START", field="value")
-    key = _key(request)
+    key = key_of(request)
     launcher = request.app[LAUNCHER]
     if value == "START":
         raise InvalidParametersError("value: START is not supported; submit the job again", field="value")
@@ -157,15 +177,15 @@ async def execution_type(request: web.Request) -> web.Response:
 
 
 async def task_log(request: web.Request) -> web.Response:
-    key = _key(request)
-    await _reader(request, owner_of(key))
+    key = key_of(request)
+    await reader(request, [owner_of(key)])
     role = request.match_info["role"]
     stream = request.match_info["stream"]
     try:
         index = int(request.match_info["index"])
     except ValueError:
         raise InvalidParametersError("index: must be an integer", field="index") from None
-    tail = _int_param(request, "tail", None)
+    tail = int_param(request, "tail", None)
     attempt = request.query.get("attempt") or None
     where = await request.app[STORE].read(request.app[LAUNCHER].locate_log, key, role, index, attempt)
     url = f"http://{where.address}:{where.port}/logs/{where.attempt_id}/{stream}"
@@ -177,15 +197,56 @@ async def task_log(request: web.Request) -> web.Response:
         async with request.app[HTTP].get(url, params=params, headers=headers, timeout=ClientTimeout(total=30)) as resp:
             text = await resp.text(errors="replace")
             if resp.status != 200:
-                raise NoTaskError(f"node {where.node} has no {stream} of attempt {where.attempt_id} of "
+                raise NoTaskLogError(f"node {where.node} has no {stream} of attempt {where.attempt_id} of "
                                   f"{role}[{index}] of {key}")
             size = int(resp.headers.get("X-Log-Size", "0"))
             dropped = int(resp.headers.get("X-Log-Dropped", "0"))
     except ClientError as e:
-        raise NoTaskError(f"the agent of node {where.node} ({where.address}:{where.port}) did not answer for the "
+        raise NoTaskLogError(f"the agent of node {where.node} ({where.address}:{where.port}) did not answer for the "
                           f"log: {e}") from None
     truncated = tail is None and (size > MAX_LOG_BYTES or dropped > 0)
     out = {"X-Log-Size": str(size), "X-Attempt-Id": where.attempt_id, "X-Log-Truncated": str(truncated).lower(),
            "X-Log-Dropped": str(dropped)}
     return web.Response(text=text, content_type="text/plain", headers=out)
 
+
+
+async def _tag_change(request: web.Request, change: Callable[[Database, str, str, User], bool],
+                      done: str) -> web.Response:
+    user = await current_user(request)
+    body = await json_body(request, 'like {"value": "baseline"}')
+    key = key_of(request)
+    tag = check_tag(body.get("value"))
+    changed = await request.app[STORE].call(change, request.app[LAUNCHER].db, key, tag, user)
+    note = "" if changed else f" (it {'had' if change is jobtags.add_tag else 'did not have'} it already)"
+    return web.json_response({"status": 200, "message": f"{done} tag {tag} for job {key} successfully{note}"})
+
+
+async def add_tag(request: web.Request) -> web.Response:
+    """``PUT /api/v2/jobs/{job}/tag {"value": TAG}``: the owner or an admin."""
+    return await _tag_change(request, jobtags.add_tag, "Add")
+
+
+async def delete_tag(request: web.Request) -> web.Response:
+    """``DELETE /api/v2/jobs/{job}/tag {"value": TAG}``: the owner or an admin."""
+    return await _tag_change(request, jobtags.remove_tag, "Delete")
+
+
+async def ssh_info(request: web.Request) -> web.Response:
+    """``GET /api/v2/jobs/{job}/ssh``: pai starts no SSH server in tasks, so there is none to report (OpenPAI's
+    NoJobSshInfoError, once the job is known to exist)."""
+    key = key_of(request)
+    await reader(request, [owner_of(key)])
+    await request.app[STORE].read(queries.job_config_text, request.app[LAUNCHER].db, key)  # NoJobError if unknown
+    raise NoJobSshInfoError(f"SSH info of job {key} is not found: pai starts no SSH server in a job's tasks (the ssh "
+                            "runtime plugin is not supported); read a task's output with its log URLs "
+                            "(containerLog) or `pai logs`")
+
+
+async def delete_job(request: web.Request) -> web.Response:
+    """OpenPAI v0.14's ``DELETE /api/v1/user/{user}/jobs/{job}`` (and ``/api/v1/jobs/{user~job}``): an ended job
+    is deleted, its name free again."""
+    user = await current_user(request)
+    key = key_of(request)
+    await request.app[STORE].call(job_removal.delete_job, request.app[LAUNCHER].db, key, user)
+    return web.json_response({"message": f"deleted job {key} successfully"}, status=202)

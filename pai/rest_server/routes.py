@@ -4,17 +4,19 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from pai.rest_server import authn, groups, jobs, storages, submit, users, vcs
+from pai.rest_server import attempts, authn, groups, jobs, openapi, storages, submit, users, vcs
 from pai.rest_server import handlers as h
 
 JOB = "/api/v2/jobs/{key:[^/]+}"  # user~job; another name is answered NoJobError (OpenPAI's VS Code extension asks
 # for /api/v2/jobs/protocolversion/config and takes NoApiError to mean a v1-only cluster)
 V1_JOB = "/api/v1/user/{user}/jobs/{name}"  # OpenPAI v0.14's
+TASK = JOB + "/attempts/{attempt:\\d+}/taskRoles/{role}/taskIndex/{index:\\d+}/attempts"  # a task in a job attempt
 
 _routes: list[web.RouteDef] = [
     web.get("/api/v1", h.api_v1),
     web.get("/api/v2/info", h.info),
     web.get("/healthz", h.healthz),
+    web.get("/api/v2/openapi.json", openapi.openapi_json),  # job_schemas/openapi.yaml
     *[route for v in ("v1", "v2") for route in (
         web.post(f"/api/{v}/authn/basic/login", authn.login),
         web.delete(f"/api/{v}/authn/basic/logout", authn.logout),
@@ -52,8 +54,13 @@ _routes: list[web.RouteDef] = [
     web.put("/api/v2/groups/{group}/extension", groups.set_extension),
     web.put("/api/v2/groups/{group}/extension/{attr:.+}", groups.set_extension_attr),
     web.post("/api/v1/user/{user}/jobs", submit.submit_v1),
+    web.post("/api/v1/jobs", submit.submit_v1),
+    web.put("/api/v1/jobs/{name}", submit.submit_v1),
+    web.put(V1_JOB, submit.submit_v1),
     web.get("/api/v1/jobs", jobs.list_jobs),
     web.get("/api/v1/jobs/{key}", jobs.job_detail_handler),
+    web.delete("/api/v1/jobs/{key}", jobs.delete_job),
+    web.delete(V1_JOB, jobs.delete_job),
     web.get("/api/v1/user/{user}/jobs", jobs.list_jobs),
     web.get(V1_JOB, jobs.job_detail_handler),
     web.get(V1_JOB + "/config", jobs.job_config),
@@ -63,10 +70,22 @@ _routes: list[web.RouteDef] = [
     web.get(JOB, jobs.job_detail_handler),
     web.get(JOB + "/config", jobs.job_config),
     web.get(JOB + "/attempts", jobs.job_attempts),
+    web.get(JOB + "/attempts/{attempt:\\d+}", attempts.attempt_detail),
+    web.get(TASK, attempts.task_detail),
+    web.get(TASK + "/{task_attempt:\\d+}/logs", attempts.task_logs),
+    web.get(JOB + "/job-attempts", attempts.list_job_attempts),
+    web.get(JOB + "/job-attempts/healthz", attempts.job_attempts_healthz),
+    web.get(JOB + "/job-attempts/{attempt:\\d+}", attempts.job_attempt),
+    web.get(JOB + "/events", attempts.events),
+    web.put(JOB + "/tag", jobs.add_tag),
+    web.delete(JOB + "/tag", jobs.delete_tag),
+    web.get(JOB + "/ssh", jobs.ssh_info),
     web.put(JOB + "/executionType", jobs.execution_type),
     web.get(JOB + "/tasks/{role}/{index}/logs/{stream:stdout|stderr}", jobs.task_log),
     web.put(JOB + "/priority", vcs.put_priority),
     web.get("/api/v2/nodes", h.list_nodes),
+    web.get("/api/v2/cluster/sku-types", h.sku_types),
+    web.get("/api/v2/virtual-clusters/{vc}/sku-types", h.sku_types),
     web.get("/api/v2/storages", storages.list_storages),
     web.get("/api/v2/storages/{name}", storages.get_storage),
     web.put("/api/v2/nodes/{node}/state", h.set_node_state),

@@ -1,4 +1,4 @@
-"""Job submission: ``POST /api/v2/jobs`` and OpenPAI's ``POST /api/v1/user/{user}/jobs``.
+"""Job submission: ``POST /api/v2/jobs`` and OpenPAI v0.14's ``/api/v1`` forms (``submit_v1``).
 
 The body (at most ``MasterConfig.max_body_bytes``) is parsed against the cluster's priority classes and job-size
 limits in a worker thread, so that a large YAML document never stalls the event loop, once the reads in flight are
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from pai.domain.errors import ForbiddenUserError
+from pai.domain.errors import ForbiddenUserError, InvalidParametersError
 from pai.jobspec import parse_job
 from pai.jobspec.form import parse_form_job
 from pai.rest_server.auth import current_user
@@ -18,7 +18,8 @@ from pai.rest_server.keys import LAUNCHER, LOOP, STORE
 from pai.store.records import User
 
 
-async def _submit(request: web.Request, user: User, *, form_v1: bool = False) -> web.Response:
+async def _submit(request: web.Request, user: User, *, form_v1: bool = False, name: str | None = None
+                  ) -> web.Response:
     launcher = request.app[LAUNCHER]
     rules = launcher.cached_submission_rules()  # the configuration cached: no hop to a reader thread
     classes, limits = rules if rules is not None else await request.app[STORE].read(launcher.submission_rules)
@@ -28,11 +29,14 @@ async def _submit(request: web.Request, user: User, *, form_v1: bool = False) ->
     else:
         body = await request.read()
         parsed = await request.app[STORE].behind_reads(parse_job, body, request.content_type, classes, limits)
-    job = await request.app[STORE].call(launcher.submit, user, parsed.spec, parsed.text)
+    if name is not None and parsed.spec.name != name:
+        raise InvalidParametersError(f"jobName: the body names {parsed.spec.name!r}, the path {name!r}",
+                                     field="jobName")
+    job = await request.app[STORE].call(launcher.submit, user, parsed.spec, parsed.text, parsed.warnings)
     request.app[LOOP].wake()
-    return web.json_response(
-        {"message": f"update job {job.name} successfully", "jobName": job.key}, status=202
-    )
+    answer = {"message": f"update job {job.name} successfully", "jobName": job.key,
+              "warnings": [w.to_dict() for w in parsed.warnings]}  # accepted, not honoured here (also in its events)
+    return web.json_response(answer, status=202)
 
 
 async def submit_v2(request: web.Request) -> web.Response:
@@ -40,8 +44,10 @@ async def submit_v2(request: web.Request) -> web.Response:
 
 
 async def submit_v1(request: web.Request) -> web.Response:
+    """OpenPAI v0.14's ``POST /api/v1/jobs`` and ``POST /api/v1/user/{user}/jobs``; ``PUT`` with the job's name
+    in the path (``/api/v1/jobs/{name}``, ``/api/v1/user/{user}/jobs/{name}``), which must be the body's."""
     user = await current_user(request)
-    owner = request.match_info["user"]
+    owner = request.match_info.get("user", user.name)
     if owner != user.name:
         raise ForbiddenUserError(f"user {user.name} may not submit jobs as {owner}")
-    return await _submit(request, user, form_v1=True)
+    return await _submit(request, user, form_v1=True, name=request.match_info.get("name"))

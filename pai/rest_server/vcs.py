@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from aiohttp import web
 
 from pai.domain.errors import ForbiddenUserError, InvalidParametersError, NoVirtualClusterError
+from pai.domain.groups import Group
 from pai.domain.resources import Resources
 from pai.jobspec.vcconfig import validate_vc
 from pai.launcher.vcadmin import VcReport
 from pai.rest_server.auth import current_user
 from pai.rest_server.bodies import json_body
 from pai.rest_server.keys import LAUNCHER, LOOP, STORE, VCADMIN
+from pai.rest_server.users import directory_of
 from pai.store.records import User
 from pai.store.vcs import VcStatus
 
@@ -23,7 +26,14 @@ def _capped(r: Resources | None, total: Resources) -> Resources:
     return Resources(min(r.gpu, total.gpu), min(r.cpu, total.cpu), min(r.memory_mb, total.memory_mb))
 
 
+def resources_view(r: Resources) -> dict[str, int]:
+    """Ours (``gpu, cpu, memoryMB``) and OpenPAI's names (``cpu, memory, gpu``; ``vCores, GPUs``) of the same."""
+    return {**r.to_dict(), "memory": r.memory_mb, "vCores": r.cpu, "GPUs": r.gpu}
+
+
 def vc_view(r: VcReport) -> dict[str, Any]:
+    """OpenPAI's VC shape (``capacity`` percents, ``resourcesTotal``: what the VC is guaranteed, its cells in
+    OpenPAI; ``dedicated``: a VC here is a share of the whole pool, never a set of nodes) and ours."""
     basis = "gpu" if r.total.gpu > 0 else "cpu"
 
     def pct(res: Resources) -> float:
@@ -41,12 +51,15 @@ def vc_view(r: VcReport) -> dict[str, Any]:
         "capacityBasis": basis,
         "numRunningJobs": r.running,
         "numPendingJobs": r.pending,
-        "resourcesTotal": r.total.to_dict(),
-        "resourcesGuaranteed": q.guaranteed.to_dict(),
-        "resourcesMax": maximum.to_dict(),
-        "resourcesUsed": r.used.to_dict(),
-        "resourcesBorrowed": r.borrowed.to_dict(),
-        "lendingLimit": None if q.lending_limit is None else _capped(q.lending_limit, r.total).to_dict(),
+        "dedicated": False,
+        "nodeList": [],
+        "resourcesTotal": resources_view(_capped(q.guaranteed, r.total)),
+        "resourcesCluster": resources_view(r.total),
+        "resourcesGuaranteed": resources_view(q.guaranteed),
+        "resourcesMax": resources_view(maximum),
+        "resourcesUsed": resources_view(r.used),
+        "resourcesBorrowed": resources_view(r.borrowed),
+        "lendingLimit": None if q.lending_limit is None else resources_view(_capped(q.lending_limit, r.total)),
         "preemption": {
             "reclaim": q.preemption.reclaim.value,
             "withinVc": q.preemption.within_vc.value,
@@ -96,9 +109,13 @@ def _percent(body: dict[str, Any], key: str, default: float | None) -> float | N
 
 async def put_vc_v1(request: web.Request) -> web.Response:
     """OpenPAI's form: ``{"vcCapacity": 50, "vcMaxCapacity": 100}``, percents of every resource."""
-    await _admin(request)
-    name = request.match_info["vc"]
-    body = await json_body(request)
+    user = await _admin(request)
+    return await _put_openpai(request, user, request.match_info["vc"], await json_body(request))
+
+
+async def _put_openpai(request: web.Request, user: User, name: str, body: dict[str, Any]) -> web.Response:
+    """Create or resize a VC from OpenPAI's body (``vcCapacity``, ``vcMaxCapacity``, and for a v2 path the
+    ``description`` and ``externalName`` of its group)."""
     capacity = _percent(body, "vcCapacity", None)
     if capacity is None:
         raise InvalidParametersError("vcCapacity: is required", field="vcCapacity")
@@ -106,21 +123,37 @@ async def put_vc_v1(request: web.Request) -> web.Response:
     assert maximum is not None
     if maximum < capacity:
         raise InvalidParametersError("vcMaxCapacity: must not be less than vcCapacity", field="vcMaxCapacity")
+    group = {k: body[k] for k in ("description", "externalName") if k in body}
+    for k, v in group.items():
+        if not isinstance(v, str):
+            raise InvalidParametersError(f"{k}: must be a string", field=k)
 
     def share(p: float) -> dict[str, str]:
         return {k: f"{p:g}%" for k in ("gpu", "cpu", "memoryMB")}
 
     changes = {"guaranteed": share(capacity), "max": share(maximum)}
+    existed = any(r.quota.name == name for r in await _reports(request))
     await request.app[STORE].call(request.app[VCADMIN].update, name, changes, validate_vc)
+    if group:
+        def describe(g: Group) -> Group:
+            return replace(g, description=group.get("description", g.description),
+                           external_name=group.get("externalName", g.external_name))
+
+        await request.app[STORE].call(directory_of(request).update_group, user, name, describe)
     request.app[LOOP].wake()
-    return web.json_response({"message": f"update virtual cluster {name} successfully"}, status=201)
+    verb = "Update" if existed else "Create"
+    return web.json_response({"status": 201, "message": f"{verb} virtual cluster {name} to capacity {capacity:g} "
+                                                        "successfully."}, status=201)
 
 
 async def put_vc_v2(request: web.Request) -> web.Response:
-    """Our richer form: one entry of the configuration's ``virtualClusters`` (job_schemas/vc-config.json)."""
-    await _admin(request)
+    """OpenPAI's body (``vcCapacity``...: ``_put_openpai``), or ours: one entry of the configuration's
+    ``virtualClusters`` (job_schemas/vc-config.json)."""
+    user = await _admin(request)
     name = request.match_info["vc"]
     body = await json_body(request)
+    if "vcCapacity" in body:
+        return await _put_openpai(request, user, name, body)
     body.setdefault("name", name)
     if body["name"] != name:
         raise InvalidParametersError(f"name: the body names {body['name']!r}, the path {name!r}", field="name")
@@ -135,10 +168,12 @@ async def put_vc_status(request: web.Request) -> web.Response:
     name = request.match_info["vc"]
     body = await json_body(request)
     raw = body.get("vcStatus", body.get("value"))
+    allowed = ", ".join(s.value for s in VcStatus)
+    if raw is None:
+        raise InvalidParametersError(f"vcStatus: is required, one of {allowed}", field="vcStatus")
     try:
         status = VcStatus(str(raw).lower())
     except ValueError:
-        allowed = ", ".join(s.value for s in VcStatus)
         raise InvalidParametersError(f"vcStatus: {raw!r} is not one of {allowed}", field="vcStatus") from None
     await request.app[STORE].call(request.app[VCADMIN].set_status, name, status)
     request.app[LOOP].wake()

@@ -1,14 +1,15 @@
-"""OpenPAI's response shapes (JobSummary, JobDetail, nodes), rendered from domain values (pure)."""
+"""OpenPAI's response shapes (JobSummary, task attempts, nodes), rendered from domain values (pure); a job's detail
+and attempts: ``pai.rest_server.job_views``."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from pai.domain.job import Job, Task
+from pai.domain.job import Job
 from pai.domain.node import Node
 from pai.domain.resources import Resources
 from pai.domain.states import JobState
-from pai.launcher.exit_codes import classify
 from pai.store.records import JobEvent, TaskAttempt
 from pai.store.summaries import JobSummary
 
@@ -21,20 +22,31 @@ def _execution_type(state: JobState) -> str:
     return "STOP" if state in (JobState.STOPPING, JobState.STOPPED) else "START"
 
 
+def retry_details(retries: int, platform_retries: int) -> dict[str, int]:
+    """OpenPAI's ``retryDetails``: retries counted against ``retryCount`` (user), requeues the platform caused."""
+    return {"user": retries, "platform": platform_retries, "resource": 0}
+
+
 def summary_view(summary: JobSummary) -> dict[str, Any]:
     """OpenPAI's JobSummary: an item of the job list."""
     return {
+        "debugId": summary.id,
         "name": summary.name,
         "username": summary.user,
         "state": summary.state.value,
         "subState": summary.state.value,
         "executionType": _execution_type(summary.state),
-        "retries": summary.retries,
+        "tags": list(summary.tags),
+        "retries": summary.retries + summary.platform_retries,
+        "retryDetails": retry_details(summary.retries, summary.platform_retries),
+        "retryDelayTime": 0,
+        "submissionTime": ms(summary.submitted_at),
         "createdTime": ms(summary.submitted_at),
         "launchedTime": ms(summary.started_at),
         "completedTime": ms(summary.completed_at),
         "appExitCode": summary.exit_code,
         "virtualCluster": summary.vc,
+        "jobPriority": summary.priority_class,
         "priority": summary.priority,
         "totalGpuNumber": summary.total_gpu,
         "totalTaskNumber": summary.task_count,
@@ -42,51 +54,12 @@ def summary_view(summary: JobSummary) -> dict[str, Any]:
     }
 
 
-def job_summary(job: Job) -> dict[str, Any]:
-    return summary_view(JobSummary.of(job))
-
-
-def _task_status(task: Task) -> dict[str, Any]:
-    return {
-        "taskIndex": task.index,
-        "taskState": task.state.value,
-        "containerId": task.attempt_id,
-        "containerIp": task.address,
-        "containerNodeName": task.node,
-        "containerPorts": {label: ",".join(str(p) for p in ports) for label, ports in task.ports.items()},
-        "containerGpus": list(task.gpus),
-        "containerExitCode": task.exit_code,
-        "containerExitSpec": None if task.exit_code is None else classify(task.exit_code).to_dict(),
-        "containerExitDiagnostics": task.exit_reason,
-        "retries": task.retries,
-        "startedTime": ms(task.started_at),
-        "completedTime": ms(task.finished_at),
-    }
+def job_summary(job: Job, tags: Sequence[str] = ()) -> dict[str, Any]:
+    return summary_view(JobSummary.of(job, tags))
 
 
 def event_view(e: JobEvent) -> dict[str, Any]:
     return {"time": ms(e.at), "kind": e.kind, "message": e.message, "details": e.details or {}}
-
-
-def job_detail(job: Job, events: list[JobEvent]) -> dict[str, Any]:
-    status = job_summary(job)
-    status.update(
-        {
-            "appExitSpec": None if job.exit_code is None else classify(job.exit_code).to_dict(),
-            "appExitDiagnostics": job.exit_reason,
-            "waitingReason": job.waiting_reason,
-        }
-    )
-    for k in ("name", "totalGpuNumber", "totalTaskNumber", "totalTaskRoleNumber"):
-        status.pop(k)
-    roles: dict[str, Any] = {}
-    for role in job.spec.task_roles:
-        tasks = sorted((t for t in job.tasks if t.role == role.name), key=lambda t: t.index)
-        roles[role.name] = {
-            "taskRoleStatus": {"name": role.name},
-            "taskStatuses": [_task_status(t) for t in tasks],
-        }
-    return {"name": job.name, "jobStatus": status, "taskRoles": roles, "events": [event_view(e) for e in events]}
 
 
 def attempt_view(a: TaskAttempt) -> dict[str, Any]:

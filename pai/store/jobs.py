@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any, cast
 
-from sqlalchemy import Select, Table, bindparam, insert, select, update
+from sqlalchemy import Select, Table, bindparam, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
@@ -27,6 +27,7 @@ __all__ = [
     "active_jobs",
     "active_jobs_on",
     "add_event",
+    "delete_job",
     "finish_attempt",
     "get_config_text",
     "get_job",
@@ -37,6 +38,7 @@ __all__ = [
     "list_attempts",
     "list_events",
     "record_attempt",
+    "rows_of",
     "save_job",
     "save_jobs",
     "set_waiting_reasons",
@@ -68,6 +70,7 @@ def _to_job(row: JobRow) -> Job:
         started_at=row.started_at,
         completed_at=row.completed_at,
         retries=row.retries,
+        platform_retries=row.platform_retries,
         exit_code=row.exit_code,
         exit_reason=row.exit_reason,
         waiting_reason=row.waiting_reason,
@@ -86,6 +89,7 @@ def _update_row(row: JobRow, job: Job) -> None:
     row.started_at = job.started_at
     row.completed_at = job.completed_at
     row.retries = job.retries
+    row.platform_retries = job.platform_retries
     row.exit_code = job.exit_code
     row.exit_reason = job.exit_reason
     row.waiting_reason = job.waiting_reason
@@ -103,19 +107,30 @@ def _one(s: Session, query: Select[JobRow], what: str) -> JobRow:
     return row
 
 
-def insert_job(s: Session, job: Job, config_text: str) -> None:
-    """Store a new job with its tasks. Raises ConflictJobError when ``user~name`` exists, leaving no rows behind."""
+def rows_of(job: Job, config_text: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The ``jobs`` row and the ``tasks`` rows of a new job, as values for a Core INSERT (also for bulk loads)."""
     row = JobRow(id=job.id, user_name=job.user, name=job.name, config_text=config_text)
     _update_row(row, job)
-    tasks = [_values(task_to_row(job.id, t)) for t in job.tasks]
+    return _values(row), [_values(task_to_row(job.id, t)) for t in job.tasks]
+
+
+def insert_job(s: Session, job: Job, config_text: str) -> None:
+    """Store a new job with its tasks. Raises ConflictJobError when ``user~name`` exists, leaving no rows behind."""
+    row, tasks = rows_of(job, config_text)
     try:  # Core inserts: a submission is on the writer's path, and the ORM's unit of work would double its cost
         with s.begin_nested():
-            s.execute(insert(JobRow), [_values(row)])
+            s.execute(insert(JobRow), [row])
             if tasks:
                 s.execute(insert(TaskRow), tasks)
     except IntegrityError as e:
         raise ConflictJobError(f"job {job.key} already exists") from e
     keyword.add(s, job.id, job.name)
+
+
+def delete_job(s: Session, job_id: str) -> None:
+    """Delete a job with its tasks, attempts, events and tags (their rows go by their foreign keys)."""
+    keyword.remove(s, job_id)
+    s.execute(delete(JobRow).where(JobRow.id == job_id))
 
 
 def _values(row: JobRow | TaskRow) -> dict[str, Any]:

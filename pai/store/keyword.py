@@ -10,10 +10,11 @@ of at least three characters is looked up in ``job_names``:
   and ``LIKE '%keyword%'`` (the index finds the candidates, the row is rechecked). When the extension cannot be
   created (not installed, no privilege) the table has no GIN index: a keyword is then a scan of narrow rows.
 
-A new job is added by ``add`` in the transaction that inserts it (``store.jobs.insert_job``); names never change
-and jobs are never deleted, so nothing else writes here. ``pai.store.summaries`` decides, from ``count``, whether a
-page is read through the index (few matches) or by walking the list's order and testing each name (many matches:
-the page fills after a few rows). Shorter keywords have no trigram and are always that walk.
+A new job is added by ``add`` in the transaction that inserts it (``store.jobs.insert_job``) and taken out by
+``remove`` in the one that deletes it (``store.jobs.delete_job``); names never change, so nothing else writes here.
+``pai.store.summaries`` decides, from ``count``, whether a page is read through the index (few matches) or by
+walking the list's order and testing each name (many matches: the page fills after a few rows). Shorter keywords
+have no trigram and are always that walk.
 """
 
 from __future__ import annotations
@@ -74,6 +75,14 @@ def add(s: Session, job_id: str, name: str) -> None:
     else:
         s.execute(text(f"INSERT INTO {TABLE}(job_id, name_lower) VALUES (:id, :name)"),
                   {"id": job_id, "name": name.lower()})
+
+
+def remove(s: Session, job_id: str) -> None:
+    """Take a job out of the index before its row is deleted, in the same transaction (PostgreSQL's rows go with
+    the job's by their foreign key; SQLite's external-content index is told the name it indexed)."""
+    if s.get_bind().dialect.name == "sqlite":
+        s.execute(text(f"INSERT INTO {TABLE}({TABLE}, rowid, name) SELECT 'delete', rowid, name FROM jobs "
+                       "WHERE id = :id"), {"id": job_id})
 
 
 def rebuild(c: Connection) -> None:

@@ -112,6 +112,7 @@ class JobRow(Base):
     started_at: Mapped[float | None]
     completed_at: Mapped[float | None]
     retries: Mapped[int] = mapped_column(default=0)
+    platform_retries: Mapped[int] = mapped_column(default=0)
     exit_code: Mapped[int | None]
     exit_reason: Mapped[str | None] = mapped_column(Text)
     waiting_reason: Mapped[dict[str, Any] | None] = mapped_column(NULLABLE_JSON)
@@ -142,6 +143,16 @@ class TaskRow(Base):
     finished_at: Mapped[float | None]
 
     job: Mapped[JobRow] = relationship(back_populates="tasks")
+
+
+class JobTagRow(Base):
+    """A job's tags (OpenPAI's ``PUT /api/v2/jobs/{job}/tag``); the list filters on them (``tagsContain``)."""
+
+    __tablename__ = "job_tags"
+    __table_args__ = (Index(None, "tag", "job_id"),)
+
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    tag: Mapped[str] = mapped_column(String(256), primary_key=True)
 
 
 class TaskAttemptRow(Base):

@@ -20,42 +20,54 @@ on SQLite).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from sqlalchemy import JSON, ColumnElement, Select, TableValuedAlias, column, func, select, true
 from sqlalchemy.orm import Session
 
 from pai.domain.errors import InvalidParametersError
 from pai.domain.job import Job
+from pai.domain.jobspec import DEFAULT_PRIORITY_CLASS
 from pai.domain.states import JobState
 from pai.store import keyword as keyword_index
-from pai.store.schema import JobRow
+from pai.store.schema import JobRow, JobTagRow
 
 # A keyword that matches at most this many jobs is read through its index; more, and walking the list's order finds
 # a page's worth of matches sooner than the index would list them all.
 SPARSE = 1_000
 
 Order = Literal["asc", "desc"]
+SortField = Literal["submissionTime", "completionTime", "jobName", "username", "vc", "state", "retries",
+                    "jobPriority", "totalGpuNumber", "totalTaskNumber"]
+SORT_FIELDS: tuple[SortField, ...] = get_args(SortField)
 
 
 @dataclass(frozen=True, slots=True)
 class JobFilters:
-    """What the list asks for: filters (None: any), a page (``limit`` is required: a list is always bounded)."""
+    """What the list asks for: filters (None: any; a tuple: any of these), a page (``limit`` is required: a list is
+    always bounded), and an order (OpenPAI's ``order=<field>,ASC|DESC``; submission time by default)."""
 
     limit: int
     offset: int = 0
-    username: str | None = None
-    vc: str | None = None
+    users: tuple[str, ...] | None = None
+    vcs: tuple[str, ...] | None = None
     states: tuple[JobState, ...] | None = None  # () matches nothing
     keyword: str | None = None  # a case-insensitive substring of the job's name
-    order: Order = "desc"  # by submission time (then id)
+    tags_contain: tuple[str, ...] | None = None  # jobs with at least one of these tags
+    tags_not_contain: tuple[str, ...] | None = None  # jobs with none of these tags
+    sort: SortField = "submissionTime"
+    order: Order = "desc"  # then by submission time and id, in the same direction
     with_total: bool = False  # also count every match, ignoring offset and limit
 
     def __post_init__(self) -> None:
         if self.order not in ("asc", "desc"):
             raise InvalidParametersError(f"order: {self.order!r} is not one of asc, desc", field="order")
+        if self.sort not in SORT_FIELDS:
+            raise InvalidParametersError(f"order: {self.sort!r} is not one of {', '.join(SORT_FIELDS)}",
+                                         field="order")
         for name, value in (("offset", self.offset), ("limit", self.limit)):
             if value < 0:
                 raise InvalidParametersError(f"{name}: {value} is less than the minimum of 0", field=name)
@@ -65,12 +77,15 @@ class JobFilters:
 class JobSummary:
     """A job as the list shows it (OpenPAI's JobSummary, before rendering)."""
 
+    id: str
     name: str
     user: str
     state: JobState
     vc: str
     priority: int
-    retries: int
+    priority_class: str
+    retries: int  # counted against retryCount
+    platform_retries: int  # requeues the platform caused
     submitted_at: float
     started_at: float | None
     completed_at: float | None
@@ -78,18 +93,21 @@ class JobSummary:
     total_gpu: int
     task_count: int
     role_count: int
+    tags: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, job: Job) -> JobSummary:
+    def of(cls, job: Job, tags: Sequence[str] = ()) -> JobSummary:
         """The summary of a job already in memory (the job detail shows the same fields)."""
         spec = job.spec
-        return cls(name=job.name, user=job.user, state=job.state, vc=job.vc, priority=spec.priority,
-                   retries=job.retries, submitted_at=job.submitted_at, started_at=job.started_at,
-                   completed_at=job.completed_at, exit_code=job.exit_code, total_gpu=spec.total.gpu,
-                   task_count=spec.instance_count, role_count=len(spec.task_roles))
+        return cls(id=job.id, name=job.name, user=job.user, state=job.state, vc=job.vc, priority=spec.priority,
+                   priority_class=spec.priority_class, retries=job.retries, platform_retries=job.platform_retries,
+                   submitted_at=job.submitted_at, started_at=job.started_at, completed_at=job.completed_at,
+                   exit_code=job.exit_code, total_gpu=spec.total.gpu, task_count=spec.instance_count,
+                   role_count=len(spec.task_roles), tags=tuple(sorted(tags)))
 
 
-_SHOWN = (JobRow.name, JobRow.user_name, JobRow.state, JobRow.vc, JobRow.priority, JobRow.retries,
+_SHOWN = (JobRow.id, JobRow.name, JobRow.user_name, JobRow.state, JobRow.vc, JobRow.priority,
+          JobRow.spec["priority_class"].as_string().label("priority_class"), JobRow.retries, JobRow.platform_retries,
           JobRow.submitted_at, JobRow.started_at, JobRow.completed_at, JobRow.exit_code)
 
 
@@ -107,14 +125,34 @@ def _role_totals(dialect: str) -> tuple[TableValuedAlias, list[ColumnElement[Any
                   func.count(role.c.value)]
 
 
+def _correlated_totals(dialect: str) -> list[ColumnElement[Any]]:
+    """The totals as correlated subqueries of the job row (one value per row, no grouping)."""
+    role, totals = _role_totals(dialect)
+    return [select(total).select_from(role).correlate(JobRow).scalar_subquery() for total in totals]
+
+
+def _tags_column(dialect: str) -> ColumnElement[Any]:
+    """The job row's tags as a JSON array (text on SQLite, NULL for none on PostgreSQL)."""
+    agg = func.json_agg(JobTagRow.tag) if dialect == "postgresql" else func.json_group_array(JobTagRow.tag)
+    return select(agg).where(JobTagRow.job_id == JobRow.id).correlate(JobRow).scalar_subquery()
+
+
+def _tagged(tags: tuple[str, ...]) -> ColumnElement[bool]:
+    return JobRow.id.in_(select(JobTagRow.job_id).where(JobTagRow.tag.in_(tags)))
+
+
 def _conditions(f: JobFilters, dialect: str, indexed: bool) -> list[ColumnElement[bool]]:
     conditions: list[ColumnElement[bool]] = []
-    if f.username is not None:
-        conditions.append(JobRow.user_name == f.username)
-    if f.vc is not None:
-        conditions.append(JobRow.vc == f.vc)
+    if f.users is not None:
+        conditions.append(JobRow.user_name.in_(f.users))
+    if f.vcs is not None:
+        conditions.append(JobRow.vc.in_(f.vcs))
     if f.states is not None:
         conditions.append(JobRow.state.in_([st.value for st in f.states]))
+    if f.tags_contain is not None:
+        conditions.append(_tagged(f.tags_contain))
+    if f.tags_not_contain is not None:
+        conditions.append(~_tagged(f.tags_not_contain))
     if f.keyword and indexed:
         conditions.append(keyword_index.condition(dialect, f.keyword))
     elif f.keyword:
@@ -122,43 +160,87 @@ def _conditions(f: JobFilters, dialect: str, indexed: bool) -> list[ColumnElemen
     return conditions
 
 
+def _sort_key(f: JobFilters, dialect: str) -> ColumnElement[Any] | None:
+    """What a non-default order sorts by first (None: submission time, the indexed order)."""
+    simple: dict[str, Any] = {  # a column or an expression
+        "completionTime": JobRow.completed_at, "jobName": JobRow.name, "username": JobRow.user_name,
+        "vc": JobRow.vc, "state": JobRow.state, "retries": JobRow.retries + JobRow.platform_retries,
+        "jobPriority": JobRow.priority,
+    }
+    if f.sort in simple:
+        key: ColumnElement[Any] = simple[f.sort]
+        return key
+    if f.sort in ("totalGpuNumber", "totalTaskNumber"):
+        gpus, tasks, _ = _correlated_totals(dialect)
+        return gpus if f.sort == "totalGpuNumber" else tasks
+    return None
+
+
+def _ordered(f: JobFilters, keys: Sequence[ColumnElement[Any]]) -> list[ColumnElement[Any]]:
+    """``keys`` (the sort key if any, submission time, id) in the list's direction; a completion time sorts
+    unfinished jobs last going up, first going down (OpenPAI's ``NULLS LAST`` / ``NULLS FIRST``)."""
+    out: list[ColumnElement[Any]] = []
+    for i, k in enumerate(keys):
+        nulls = i == 0 and f.sort == "completionTime"
+        if f.order == "desc":
+            out.append(k.desc().nulls_first() if nulls else k.desc())
+        else:
+            out.append(k.asc().nulls_last() if nulls else k.asc())
+    return out
+
+
 def page_keys(f: JobFilters, dialect: str, indexed: bool = False) -> Select[*tuple[Any, ...]]:
-    """The ids of one page, in order: only indexed columns, so that the database sorts or skips nothing wider.
-    ``indexed``: the keyword is looked up in its index rather than tested on each name."""
-    keys = (JobRow.submitted_at, JobRow.id)
+    """The ids of one page, in order: only indexed columns, so that the database sorts or skips nothing wider
+    (another order than submission time sorts every match by its key first). ``indexed``: the keyword is looked up
+    in its index rather than tested on each name."""
+    first = _sort_key(f, dialect)
+    keys: list[Any] = [JobRow.submitted_at, JobRow.id]
+    if first is not None:
+        keys.insert(0, first.label("sort_key"))
     query = select(*keys).where(*_conditions(f, dialect, indexed))
-    return query.order_by(*(k.desc() if f.order == "desc" else k.asc() for k in keys)).offset(f.offset).limit(f.limit)
+    ordering = keys if first is None else [first, *keys[1:]]
+    return query.order_by(*_ordered(f, ordering)).offset(f.offset).limit(f.limit)
 
 
 def page_query(f: JobFilters, dialect: str, indexed: bool = False) -> Select[*tuple[Any, ...]]:
-    """One page of summaries: the page's ids first (``page_keys``), then those rows and their spec totals."""
+    """One page of summaries: the page's ids first (``page_keys``), then those rows, their spec totals and tags."""
     page = page_keys(f, dialect, indexed).subquery("page")
+    order = _ordered(f, [page.c[c.key] for c in page.columns])
+    tags = _tags_column(dialect).label("tags")
     role, totals = _role_totals(dialect)
     names = ("total_gpu", "task_count", "role_count")
     if dialect == "postgresql":  # it parses a json value at each call: one pass over the roles for all three totals
         grouped = [total.label(name) for total, name in zip(totals, names, strict=True)]
-        query = select(*_SHOWN, *grouped).select_from(page).join(JobRow, JobRow.id == page.c.id)
-        query = query.outerjoin(role, true()).group_by(JobRow.id)
+        query = select(*_SHOWN, *grouped, tags).select_from(page).join(JobRow, JobRow.id == page.c.id)
+        query = query.outerjoin(role, true()).group_by(JobRow.id, *page.columns)
     else:  # SQLite: a correlated subquery a total costs less than grouping the page (two sorts)
-        each = [select(total).select_from(role).correlate(JobRow).scalar_subquery().label(name)
-                for total, name in zip(totals, names, strict=True)]
-        query = select(*_SHOWN, *each).join_from(page, JobRow, JobRow.id == page.c.id)
-    return query.order_by(*(k.desc() if f.order == "desc" else k.asc() for k in (JobRow.submitted_at, JobRow.id)))
+        each = [total.label(name) for total, name in zip(_correlated_totals(dialect), names, strict=True)]
+        query = select(*_SHOWN, *each, tags).join_from(page, JobRow, JobRow.id == page.c.id)
+    return query.order_by(*order)
 
 
 def count_query(f: JobFilters, dialect: str, indexed: bool = False) -> Select[Any]:
     return select(func.count()).select_from(JobRow).where(*_conditions(f, dialect, indexed))
 
 
+def _tags(raw: Any) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    return tuple(sorted(json.loads(raw) if isinstance(raw, str) else raw))
+
+
 def _summary(row: Sequence[Any]) -> JobSummary:
-    name, user, state, vc, priority, retries, submitted, started, completed, exit_code, gpus, tasks, roles = row
-    return JobSummary(name=name, user=user, state=JobState(state), vc=vc, priority=priority, retries=retries,
-                      submitted_at=submitted, started_at=started, completed_at=completed, exit_code=exit_code,
-                      total_gpu=int(gpus), task_count=int(tasks), role_count=int(roles))
+    (job_id, name, user, state, vc, priority, priority_class, retries, platform_retries, submitted, started,
+     completed, exit_code, gpus, tasks, roles, tags) = row
+    return JobSummary(id=job_id, name=name, user=user, state=JobState(state), vc=vc, priority=priority,
+                      priority_class=priority_class or DEFAULT_PRIORITY_CLASS, retries=retries,
+                      platform_retries=platform_retries, submitted_at=submitted, started_at=started,
+                      completed_at=completed, exit_code=exit_code, total_gpu=int(gpus), task_count=int(tasks),
+                      role_count=int(roles), tags=_tags(tags))
 
 
 def list_summaries(s: Session, f: JobFilters) -> tuple[list[JobSummary], int | None]:
-    """One page of job summaries by submission time, and how many match in all (None unless ``f.with_total``)."""
+    """One page of job summaries in the list's order, and how many match in all (None unless ``f.with_total``)."""
     dialect = s.get_bind().dialect.name
     matches = keyword_index.count(s, f.keyword) if f.keyword and keyword_index.indexable(f.keyword) else None
     if matches == 0:
@@ -167,6 +249,7 @@ def list_summaries(s: Session, f: JobFilters) -> tuple[list[JobSummary], int | N
     page = [_summary(row) for row in s.execute(page_query(f, dialect, indexed))]
     if not f.with_total:
         return page, None
-    if matches is not None and f.username is None and f.vc is None and f.states is None:
+    alone = f.users is None and f.vcs is None and f.states is None and f.tags_contain is None
+    if matches is not None and alone and f.tags_not_contain is None:
         return page, matches  # the keyword alone: its index counted it
     return page, int(s.scalar(count_query(f, dialect, indexed)) or 0)

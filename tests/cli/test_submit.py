@@ -36,6 +36,25 @@ def test_submit_json_from_stdin_posts_application_json(run: Run, logged_in: Fake
     assert (sent.headers["Content-Type"], sent.body.decode()) == ("application/json", V1)
 
 
+def test_warnings_of_the_answer_go_to_stderr(run: Run, logged_in: FakeMaster) -> None:
+    warning = {"field": "extras.gangAllocation", "message": "false is not honoured"}
+    logged_in.reply("POST", JOBS, {**ACCEPTED, "warnings": [warning]}, status=202)
+    result = run("submit", "-", input=V2)
+    assert (result.exit_code, result.stdout) == (0, "admin~mnist\n")
+    assert result.stderr == "warning: extras.gangAllocation: false is not honoured\n"
+
+
+def test_openpai_default_fs_code_dir_is_sent_as_written(run: Run, logged_in: FakeMaster, tmp_path: Path) -> None:
+    """v0.14's examples name ``$PAI_DEFAULT_FS_URI/$PAI_USERNAME/...``: the master replaces it, not the CLI."""
+    spec = tmp_path / "job.json"
+    text = ('{"jobName": "mnist", "image": "busybox", "codeDir": "$PAI_DEFAULT_FS_URI/$PAI_USERNAME/code",'
+            ' "taskRoles": []}')
+    spec.write_text(text)
+    logged_in.reply("POST", JOBS, ACCEPTED, status=202)
+    assert run("submit", str(spec)).exit_code == 0
+    assert logged_in.only("POST", JOBS).body.decode() == text
+
+
 def test_invalid_spec_reported_by_the_master(run: Run, logged_in: FakeMaster) -> None:
     logged_in.error("POST", JOBS, 400, "InvalidProtocolError", "taskRoles.worker.instances: must be >= 1")
     result = run("submit", "-", input=V2)

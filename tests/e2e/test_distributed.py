@@ -159,4 +159,4 @@ def test_the_logs_of_an_earlier_attempt_stay_readable(two_agents: Cluster, tmp_p
     assert c.log(key, "w", 0) == "second\n"
     assert c.api.task_log(key, "w", 0, "stdout", attempt=ids[0]) == "first\n"
     status, body = c.raw("GET", f"/api/v2/jobs/{key}/tasks/w/0/logs/stdout?attempt=nope")
-    assert status == 404 and body["code"] == "NoTaskError"
+    assert status == 404 and body["code"] == "NoTaskLogError"

@@ -86,6 +86,20 @@ def test_a_two_instance_job_runs_and_is_found(run: dict[str, Any]) -> None:
     assert run["listed"] == ["sdk-pair"] and run["listedOther"] == []
 
 
+def test_attempts_task_logs_events_and_tags_through_the_sdk(run: dict[str, Any]) -> None:
+    assert run["attempt0"]["jobStatus"]["attemptId"] == 0 and run["attempt0"]["jobStatus"]["appExitCode"] == 0
+    task = run["task"]
+    assert (task["taskRoleName"], task["taskIndex"], task["jobAttemptId"]) == ("worker", 1, 0)
+    assert [a["attemptState"] for a in task["attempts"]] == ["SUCCEEDED"]
+    assert [loc["name"] for loc in run["taskLogs"]["locations"]] == ["stdout", "stderr"]
+    assert "I am 1 of 2" in run["stdout"]  # the log URI, read with the SDK's own token
+    reasons = [e["reason"] for e in run["events"]["data"]]
+    assert reasons[0] == "succeeded" and reasons[-1] == "submitted"
+    assert run["addTag"]["message"] == "Add tag sdk-tag for job admin~sdk-pair successfully"
+    assert run["tagged"] == ["sdk-pair"] and run["taggedAfter"] == []
+    assert run["skuTypes"] == {}  # the test agent reports no GPU type
+
+
 def test_a_long_job_is_stopped(run: dict[str, Any]) -> None:
     assert run["stop"]["message"] == "execute job admin~sdk-long successfully"
     assert run["stopped"] == "STOPPED"

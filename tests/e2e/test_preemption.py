@@ -76,4 +76,5 @@ def test_reclaim_preempts_borrowed_jobs_gracefully_and_requeues_them(vcs: Cluste
     for k in victims:
         attempts = c.api.http.json("GET", f"/api/v2/jobs/{k}/attempts")
         assert [a["state"] for a in attempts] == ["STOPPED", "SUCCEEDED"]
-        assert c.job(k)["jobStatus"]["retries"] == 0  # preemption is not counted against retries
+        status = c.job(k)["jobStatus"]  # preemption is not counted against retryCount: a platform retry
+        assert status["retryDetails"] == {"user": 0, "platform": 1, "resource": 0} and status["attemptId"] == 1

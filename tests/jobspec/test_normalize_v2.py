@@ -118,9 +118,40 @@ def test_unknown_parameter_names_the_parameter_and_the_command() -> None:
     assert "unknown parameter 'lr'" in caught.value.message
 
 
-def test_unsupported_template_is_an_error() -> None:
-    with pytest.raises(InvalidProtocolError, match="unsupported template"):
-        parse_v2(v2_job({"worker": v2_role(commands=["echo <% 1 + 1 %>"])}))
+UNKNOWN_TAGS = [
+    # OpenPAI's REST server writes a tag it cannot resolve back as "<% name %>"; its runtime then renders the
+    # command with the job's secrets, if it has any, and what is left becomes empty.
+    pytest.param("echo <% $env.HOME %>", None, "echo <% $env.HOME %>", id="unknown namespace kept"),
+    pytest.param("echo <%$env.list[0]%>", None, "echo <% $env.list.0 %>", id="kept as OpenPAI writes it back"),
+    pytest.param("echo <% 1 + 1 %>", None, "echo <% 1 + 1 %>", id="not a reference kept"),
+    pytest.param("echo <% name %>", None, "echo <% name %>", id="no dollar kept"),
+    pytest.param("echo <% $env.HOME %>", {}, "echo <% $env.HOME %>", id="empty secrets: kept"),
+    pytest.param("echo [<% $env.HOME %>] <% $secrets.k %>", {"k": "v"}, "echo [] v", id="job with secrets: empty"),
+]
+
+
+@pytest.mark.parametrize(("command", "secrets", "rendered"), UNKNOWN_TAGS)
+def test_unknown_tags_as_openpai_renders_them(command: str, secrets: dict[str, Any] | None, rendered: str) -> None:
+    job = v2_job({"worker": v2_role(commands=[command])}, **({} if secrets is None else {"secrets": secrets}))
+    assert parse_v2(job).spec.task_roles[0].command == rendered
+
+
+def test_unknown_tag_in_image_auth_as_in_commands() -> None:
+    image = {"name": "image", "type": "dockerimage", "uri": "img",
+             "auth": {"username": "<% $env.user %>", "password": "<% $secrets.pw %>"}}
+    kept = parse_v2(v2_job(prerequisites=[{**image, "auth": {"username": "<% $env.user %>"}}])).spec
+    assert kept.task_roles[0].image_auth is not None and kept.task_roles[0].image_auth.username == "<% $env.user %>"
+    blank = parse_v2(v2_job(prerequisites=[image], secrets={"pw": "p"})).spec.task_roles[0].image_auth
+    assert blank is not None and (blank.username, blank.password) == ("", "p")
+
+
+@pytest.mark.parametrize("tag", ["<%# items %>x<%/ items %>", "<%^ items %>", "<%! note %>", "<%& raw %>",
+                                 "<%> partial %>", "<%{ raw }%>", "<%=[[ ]]=%>"])
+def test_mustache_sections_comments_partials_are_refused(tag: str) -> None:
+    """OpenPAI's REST server drops these silently (a section with what it encloses); pai refuses them."""
+    with pytest.raises(InvalidProtocolError, match="unsupported template") as caught:
+        parse_v2(v2_job({"worker": v2_role(commands=[f"echo {tag}"])}))
+    assert caught.value.field == "taskRoles.worker.commands[0]"
 
 
 def test_images_are_per_role() -> None:

@@ -121,6 +121,45 @@ def test_job_retry_requeues_and_counts() -> None:
     assert j.state is JobState.FAILED and j.retries == 1
 
 
+RETRY_CASES = [
+    # (name, retryCount, exit code of each job attempt in turn, final state, job retries)
+    ("0: the first failure fails the job", 0, [1], JobState.FAILED, 0),
+    ("2: two retries, then the failure stands", 2, [1, 1, 1], JobState.FAILED, 2),
+    ("-1: unknown failures retried past any count", -1, [1, 1, 1, 1, 1, 0], JobState.SUCCEEDED, 5),
+    ("-1: a permanent failure is not retried", -1, [int(PlatformExit.CODE_DIR_MISSING)], JobState.FAILED, 0),
+    ("-1: success ends the job", -1, [0], JobState.SUCCEEDED, 0),
+    ("-2: success is retried", -2, [0, 0, 0], JobState.WAITING, 3),
+    ("-2: a permanent failure is retried", -2, [int(PlatformExit.CODE_DIR_MISSING), 1], JobState.WAITING, 2),
+]
+
+
+@pytest.mark.parametrize(("name", "retry_count", "exits", "state", "retries"), RETRY_CASES,
+                         ids=[c[0] for c in RETRY_CASES])
+def test_retry_count(name: str, retry_count: int, exits: list[int], state: JobState, retries: int) -> None:
+    ids = Counter()
+    j = job(role("worker", 1), retry_count=retry_count)
+    for n, code in enumerate(exits):
+        assert j.state is JobState.WAITING, f"attempt {n} found the job {j.state}"
+        j = admit(j, ids)
+        a = attempts(j)[("worker", 0)]
+        j = run(j, [Started(11.0 + n, a), Exited(12.0 + n, a, code)], ids)
+    assert (j.state, j.retries) == (state, retries)
+
+
+def test_retry_count_minus_two_runs_until_stopped() -> None:
+    ids = Counter()
+    j = admit(job(role("worker", 1), retry_count=-2), ids)
+    a = attempts(j)[("worker", 0)]
+    j, cmds = on_event(j, Exited(12.0, a, 0), ids)
+    assert j.state is JobState.WAITING
+    assert [c.message for c in cmds if isinstance(c, Note) and c.kind == "retried"] == [
+        "job succeeded; job retry 1 (retryCount -2: retried after every exit until stopped)"]
+    j = admit(j, ids)
+    j = run(j, [Started(13.0, attempts(j)[("worker", 0)]), StopRequested(14.0, "alice")], ids)
+    j = run(j, [Exited(15.0, attempts(j)[("worker", 0)], 143)], ids)
+    assert j.state is JobState.STOPPED and j.retries == 1
+
+
 def test_permanent_exit_is_not_retried() -> None:
     ids = Counter()
     j = admit(job(role("worker", 1), retry_count=3), ids)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pai.domain.jobspec import JobSpec, TaskRoleSpec
+from pai.domain.errors import InvalidProtocolError, NoJobError
+from pai.domain.jobspec import JobSpec, SpecWarning, TaskRoleSpec
 from pai.domain.node import NodeState
 from pai.domain.resources import Resources
 from pai.launcher import cluster
@@ -151,3 +152,58 @@ def test_the_start_command_carries_the_configured_webhdfs_address(db: Database, 
     launcher.schedule_pass()
     (start,) = launcher.heartbeat(HeartbeatRequest("n1")).commands
     assert isinstance(start, StartTask) and (start.code_dir, start.webhdfs) == (code_dir, webhdfs)
+
+
+def test_the_start_command_carries_the_jobs_secrets(db: Database) -> None:
+    clock = Clock(1000.0)
+    launcher = Launcher(db, LauncherConfig(), clock=clock)
+    register(launcher, "n1")
+    spec = JobSpec(name="j", task_roles=(TaskRoleSpec("w", 1, "true", Resources(0, 1, 256)),), image="busybox",
+                   secrets={"token": "t0k", "nested": {"a": [1]}})
+    launcher.submit(user("alice"), spec, "{}")
+    launcher.schedule_pass()
+    (start,) = launcher.heartbeat(HeartbeatRequest("n1")).commands
+    assert isinstance(start, StartTask) and start.secrets == {"token": "t0k", "nested": {"a": [1]}}
+
+
+PATHS = [
+    # (hdfs setting, codeDir as parsed, codeDir stored)
+    pytest.param({"defaultFs": "hdfs://nn:9000/"}, "$PAI_DEFAULT_FS_URI/$PAI_USERNAME/code",
+                 "hdfs://nn:9000/alice/code", id="default fs and user name"),
+    pytest.param({}, "/shared/$PAI_USER_NAME/code", "/shared/alice/code", id="user name without a default fs"),
+    pytest.param({}, "/shared/$PAI_USER_NAMES/code", "/shared/$PAI_USER_NAMES/code", id="another variable left"),
+]
+
+
+@pytest.mark.parametrize(("hdfs", "code_dir", "stored"), PATHS)
+def test_submit_replaces_openpais_path_variables(db: Database, hdfs: dict[str, str], code_dir: str,
+                                                 stored: str) -> None:
+    with db.session() as s:
+        cluster.apply_file(s, {"hdfs": hdfs}, 1.0)
+    spec = JobSpec(name="j", task_roles=(TaskRoleSpec("w", 1, "true", Resources(0, 1, 256)),), image="busybox",
+                   protocol_version=1, code_dir=code_dir, data_dir="$PAI_USERNAME/data")
+    job = Launcher(db, LauncherConfig(), clock=Clock(1000.0)).submit(user("alice"), spec, "{}")
+    with db.session() as s:
+        saved = jobs.get_job(s, job.key).spec
+    assert (saved.code_dir, saved.data_dir) == (stored, "alice/data")
+
+
+def test_default_fs_without_a_configured_one_is_refused_and_nothing_stored(db: Database) -> None:
+    spec = JobSpec(name="j", task_roles=(TaskRoleSpec("w", 1, "true", Resources(0, 1, 256)),), image="busybox",
+                   protocol_version=1, output_dir="$PAI_DEFAULT_FS_URI/out")
+    with pytest.raises(InvalidProtocolError, match=r"hdfs\.defaultFs") as caught:
+        Launcher(db, LauncherConfig(), clock=Clock(1000.0)).submit(user("alice"), spec, "{}")
+    assert caught.value.field == "outputDir"
+    with db.session() as s, pytest.raises(NoJobError):
+        jobs.get_job(s, "alice~j")
+
+
+def test_warnings_of_the_spec_are_events_of_the_job(db: Database) -> None:
+    spec = JobSpec(name="j", task_roles=(TaskRoleSpec("w", 1, "true", Resources(0, 1, 256)),), image="busybox")
+    warning = SpecWarning("extras.gangAllocation", "false is not honoured")
+    job = Launcher(db, LauncherConfig(), clock=Clock(1000.0)).submit(user("alice"), spec, "{}", [warning])
+    with db.session() as s:
+        events = [(e.kind, e.message, e.details) for e in history.list_events(s, job.id)]
+    assert events == [("submitted", "submitted by alice to VC default", {}),
+                      ("warning", "extras.gangAllocation: false is not honoured",
+                       {"field": "extras.gangAllocation", "message": "false is not honoured"})]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pai.domain.resources import Resources
 from pai.nodeagent.runtime import Runtime
@@ -22,6 +22,7 @@ def start_task(
     job_key: str = "alice~job",
     role: str = "worker",
     index: int = 0,
+    secrets: dict[str, Any] | None = None,
 ) -> StartTask:
     return StartTask(
         attempt_id=attempt_id,
@@ -34,6 +35,7 @@ def start_task(
         resources=Resources(0, 1, 128),
         gpus=gpus,
         code_dir=code_dir,
+        secrets=secrets,
     )
 
 

@@ -155,6 +155,17 @@ async def test_storages_are_mounted_at_their_paths_read_only_where_configured(
     assert (shared / "out").read_text() == "from-task\n" and not (datasets / "x").exists()
 
 
+async def test_secrets_are_files_at_openpais_path_read_only(runtime: DockerRuntime, tmp_path: Path) -> None:
+    secrets = {"token": "s3cr3t", "n": 3}
+    await runtime.start(task("d15", 'echo "dir=$PAI_SECRET_DIR"; cat /usr/local/pai/secrets/token; echo; '
+                                    "cat /usr/local/pai/secrets/secrets.yaml; "
+                                    "touch /usr/local/pai/secrets/x 2>/dev/null || echo read-only",
+                             secrets=secrets), tmp_path / "d15")
+    assert (await ended(runtime, "d15")).exit_code == 0
+    assert out(tmp_path, "d15") == "dir=/usr/local/pai/secrets\ns3cr3t\ntoken: s3cr3t\nn: 3\nread-only\n"
+    assert not (tmp_path / "d15" / "secrets").exists()  # gone from the node once the attempt ended
+
+
 async def test_a_storage_missing_on_the_node_fails_the_attempt_saying_which(
         runtime: DockerRuntime, tmp_path: Path, docker_host: str) -> None:
     mounts = (VolumeMount(str(tmp_path / "not-mounted"), "/mnt/team", False, "team"),)

@@ -4,7 +4,7 @@ filters and order through the real app on both backends."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from dataclasses import replace
 
 import pytest
 from sqlalchemy import insert
@@ -15,8 +15,8 @@ from pai.domain.states import JobState
 from pai.launcher import queries
 from pai.launcher.queries import JobFilters
 from pai.rest_server.views import job_summary
-from pai.store import codec, keyword
 from pai.store import jobs as store_jobs
+from pai.store import keyword
 from pai.store.db import Database
 from pai.store.schema import JobRow, TaskRow
 from tests.rest_server.conftest import Api
@@ -25,21 +25,13 @@ from tests.store.builders import job
 JOBS = "/api/v2/jobs"
 
 
-def _columns(row: JobRow | TaskRow) -> dict[str, Any]:
-    return {c.key: getattr(row, c.key) for c in row.__table__.columns}
-
-
 def store_many(db_url: str, values: list[Job]) -> None:
     """Store jobs as ``insert_job`` does, in one bulk INSERT per table (thousands of jobs in a second)."""
     job_rows, task_rows = [], []
     for v in values:
-        row = JobRow(id=v.id, user_name=v.user, name=v.name, vc=v.vc, state=v.state.value, priority=v.spec.priority,
-                     protocol_version=v.spec.protocol_version, config_text="{}", spec=codec.spec_to_dict(v.spec),
-                     submitted_at=v.submitted_at, started_at=v.started_at, completed_at=v.completed_at,
-                     retries=v.retries, exit_code=v.exit_code, exit_reason=None, waiting_reason=None,
-                     preempted_by=None)
-        job_rows.append(_columns(row))
-        task_rows.extend(_columns(codec.task_to_row(v.id, t)) for t in v.tasks)
+        row, tasks = store_jobs.rows_of(v, "{}")
+        job_rows.append(row)
+        task_rows.extend(tasks)
     db = Database(db_url)
     try:
         with db.session() as s:
@@ -80,7 +72,13 @@ async def test_the_default_page_holds_the_newest_5000(api: Api, db_url: str) -> 
         pytest.param("offset=1.5", "offset: '1.5' is not an integer", id="offset not an integer"),
         pytest.param("offset=2147483648", "offset: 2147483648 is greater than the maximum of 2147483647",
                      id="offset past int32"),
-        pytest.param("order=sideways", "order: 'sideways' is not one of asc, desc", id="order"),
+        pytest.param("order=sideways", "order: 'sideways' is not one of submissionTime, completionTime, jobName, "
+                     "username, vc, state, retries, jobPriority, totalGpuNumber, totalTaskNumber (like "
+                     "order=submissionTime,DESC)", id="order"),
+        pytest.param("order=jobName,UP", "order: 'UP' is not one of ASC, DESC (like order=jobName,DESC)",
+                     id="order's direction"),
+        pytest.param("order=jobName", "order: '' is not one of ASC, DESC (like order=jobName,DESC)",
+                     id="order without a direction"),
     ],
 )
 async def test_refusals_name_the_field_and_the_rule(api: Api, query: str, message: str) -> None:
@@ -118,12 +116,37 @@ async def few(api: Api, db_url: str) -> Api:
         pytest.param("keyword=train", ["TRAIN-2", "train-1"], id="keyword, any case"),
         pytest.param("username=bob&vc=dev&keyword=2", ["TRAIN-2"], id="filters combine"),
         pytest.param("vc=dev&limit=1&offset=1", ["TRAIN-2"], id="a page of a filter"),
+        pytest.param("order=submissionTime,ASC", ["train-1", "eval-1", "TRAIN-2", "infer-1"], id="OpenPAI's order"),
+        pytest.param("order=vc,ASC", ["train-1", "TRAIN-2", "infer-1", "eval-1"], id="by vc, then submission"),
+        pytest.param("order=vc,DESC", ["eval-1", "infer-1", "TRAIN-2", "train-1"], id="by vc, descending"),
+        pytest.param("order=totalGpuNumber,DESC&limit=2", ["infer-1", "TRAIN-2"], id="by a total (ties by time)"),
+        pytest.param("username=bob,carol", ["infer-1", "TRAIN-2", "eval-1"], id="several users"),
+        pytest.param("vc=dev,prod&state=SUCCEEDED", ["infer-1", "train-1"], id="several VCs"),
     ],
 )
 async def test_filters_and_order(few: Api, query: str, expected: list[str]) -> None:
     assert await _names(few, query) == expected
     status, body = await few.call("GET", f"{JOBS}?{query}&withTotalCount=true")
     assert status == 200 and body["totalCount"] == len(await _names(few, _unpaged(query)))
+
+
+@pytest.mark.parametrize(
+    ("order", "expected"),
+    [
+        pytest.param("completionTime,ASC", ["early", "late", "running", "waiting"], id="unfinished last going up"),
+        pytest.param("completionTime,DESC", ["waiting", "running", "late", "early"], id="unfinished first going down"),
+        pytest.param("retries,DESC", ["late", "running", "waiting", "early"], id="retries: user and platform"),
+    ],
+)
+async def test_openpai_orders_with_nulls_and_totals(api: Api, db_url: str, order: str, expected: list[str]) -> None:
+    S, R, W = JobState.SUCCEEDED, JobState.RUNNING, JobState.WAITING
+    store_many(db_url, [
+        replace(job("early", submitted_at=1, state=S), completed_at=10.0),
+        replace(job("late", submitted_at=2, state=S), completed_at=20.0, retries=1, platform_retries=2),
+        replace(job("running", submitted_at=3, state=R), retries=2),
+        replace(job("waiting", submitted_at=4, state=W), platform_retries=1),
+    ])
+    assert await _names(api, f"order={order}") == expected
 
 
 def _unpaged(query: str) -> str:

@@ -43,7 +43,7 @@ async def test_a_long_list_is_read_in_a_list_process_and_a_short_page_here(api: 
     assert status == 200 and [j["name"] for j in everything] == ["c", "b", "a"]
     assert lists.pids and os.getpid() not in lists.pids
     resp = await api.client.get("/api/v2/jobs?limit=5000&withTotalCount=true&username=admin", headers=api.headers())
-    here = render_list(api.client.app[LAUNCHER].db, JobFilters(limit=5000, with_total=True, username="admin"))
+    here = render_list(api.client.app[LAUNCHER].db, JobFilters(limit=5000, with_total=True, users=("admin",)))
     assert resp.status == 200 and await resp.read() == here  # the same bytes as a reader thread renders
 
 

@@ -66,7 +66,7 @@ async def test_a_created_user_has_openpais_shape(api: Api) -> None:
         pytest.param({"username": "bob", "password": "secret1", "virtualCluster": ["nope"]}, 404,
                      "NoVirtualClusterError", "nope", id="unknown VC"),
         pytest.param({"username": "bob", "password": "secret1", "email": "not-an-address"}, 400,
-                     "InvalidParametersError", "email", id="bad e-mail"),
+                     "InvalidParametersError", "email: 'not-an-address' is not an e-mail address", id="bad e-mail"),
         pytest.param({"username": "bob", "password": "secret1", "role": "x"}, 400, "InvalidParametersError",
                      "role", id="unknown field"),
     ],

@@ -32,7 +32,42 @@ async def test_default_vc_holds_the_whole_cluster(api: Api) -> None:
     assert status == 200 and list(body) == ["default"]
     d = body["default"]
     assert (d["capacity"], d["maxCapacity"], d["status"]) == (100.0, 100.0, "running")
-    assert d["resourcesTotal"] == {"gpu": 8, "cpu": 16, "memoryMB": 65536}
+    assert d["resourcesTotal"] == {"gpu": 8, "cpu": 16, "memoryMB": 65536, "memory": 65536, "vCores": 16, "GPUs": 8}
+    assert d["dedicated"] is False
+
+
+async def test_openpai_v2_put_body_creates_the_vc_and_its_group(api: Api) -> None:
+    await add_node(api)
+    body = {"vcCapacity": 50, "vcMaxCapacity": 75, "description": "the dev team", "externalName": "cn=dev"}
+    status, answer = await api.call("PUT", "/api/v2/virtual-clusters/dev", json_body=body)
+    assert (status, answer["message"]) == (201, "Create virtual cluster dev to capacity 50 successfully.")
+    _, vc = await api.call("GET", "/api/v2/virtual-clusters/dev")
+    assert (vc["capacity"], vc["maxCapacity"]) == (50.0, 75.0)
+    assert {k: vc["resourcesTotal"][k] for k in ("cpu", "memory", "gpu")} == {"cpu": 8, "memory": 32768, "gpu": 4}
+    assert vc["resourcesCluster"]["gpu"] == 8 and vc["resourcesUsed"]["GPUs"] == 0
+    _, group = await api.call("GET", "/api/v2/groups/dev")
+    assert (group["description"], group["externalName"]) == ("the dev team", "cn=dev")
+    status, answer = await api.call("PUT", "/api/v2/virtual-clusters/dev", json_body={"vcCapacity": 25})
+    assert (status, answer["message"]) == (201, "Update virtual cluster dev to capacity 25 successfully.")
+    _, group = await api.call("GET", "/api/v2/groups/dev")
+    assert group["description"] == "the dev team"
+
+
+async def test_sku_types_per_gpu_type(api: Api) -> None:
+    for name, gpu_type, gpu, cpu in (("a", "V100", 8, 32), ("b", "V100", 4, 24), ("c", "K80", 2, 8), ("d", None, 0, 4)):
+        reg = {"version": 1, "node": {"name": name, "address": "127.0.0.9", "gpuType": gpu_type,
+                                      "resources": {"gpu": gpu, "cpu": cpu, "memoryMB": 65536}}}
+        status, _ = await api.call("POST", "/api/internal/agents/register", json_body=reg, token=AGENT_TOKEN)
+        assert status == 200
+    status, skus = await api.call("GET", "/api/v2/cluster/sku-types")
+    assert status == 200
+    assert skus == {"K80": {"cpu": 4, "memory": 32768, "gpu": 1}, "V100": {"cpu": 4, "memory": 8192, "gpu": 1}}
+    for path in ("/api/v2/cluster/sku-types?vc=default", "/api/v2/virtual-clusters/default/sku-types"):
+        status, same = await api.call("GET", path)
+        assert (status, same) == (200, skus)
+    for path in ("/api/v2/cluster/sku-types?vc=nope", "/api/v2/virtual-clusters/nope/sku-types"):
+        status, body = await api.call("GET", path)
+        assert (status, body["code"]) == (404, "NoVirtualClusterError")
 
 
 async def test_openpai_v1_put_then_report_and_rest_goes_to_default(api: Api) -> None:
@@ -61,6 +96,8 @@ async def test_v2_form_with_policies(api: Api) -> None:
 
 @pytest.mark.parametrize(("path", "body", "field"), [
     ("/api/v1/virtual-clusters/x", {"vcCapacity": 120}, "vcCapacity"),
+    ("/api/v2/virtual-clusters/x", {"vcCapacity": 50, "vcMaxCapacity": 10}, "vcMaxCapacity"),
+    ("/api/v2/virtual-clusters/x", {"vcCapacity": 50, "description": 7}, "description"),
     ("/api/v1/virtual-clusters/x", {"vcCapacity": 50, "vcMaxCapacity": 10}, "vcMaxCapacity"),
     ("/api/v2/virtual-clusters/x", {"guaranteed": {"gpu": "lots"}}, "guaranteed.gpu"),
     ("/api/v2/virtual-clusters/x", {"name": "y"}, "name"),
@@ -157,3 +194,15 @@ async def test_config_stays_readable_after_its_priority_class_is_gone(api: Api) 
     api.client.app[VCADMIN].apply_file({"priorityClasses": {}})
     status, config = await api.call("GET", "/api/v2/jobs/admin~c/config")
     assert status == 200 and config["extras"]["hivedScheduler"]["jobPriorityClass"] == "crit"
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    pytest.param({}, "vcStatus: is required, one of running, stopped, draining", id="missing"),
+    pytest.param({"vcStatus": "paused"}, "vcStatus: 'paused' is not one of running, stopped, draining", id="unknown"),
+])
+async def test_a_vc_status_change_names_the_rule(api: Api, body: dict[str, str], message: str) -> None:
+    await api.call("PUT", "/api/v1/virtual-clusters/dev", json_body={"vcCapacity": 50})
+    status, answer = await api.call("PUT", "/api/v2/virtual-clusters/dev/status", json_body=body)
+    assert (status, answer) == (400, {"code": "InvalidParametersError", "message": message})
+    _, vc = await api.call("GET", "/api/v2/virtual-clusters/dev")
+    assert vc["status"] == "running"

@@ -104,8 +104,48 @@ async def test_the_v014_job_family(api: Api) -> None:
     assert detail["jobStatus"]["state"] == "STOPPED"
 
 
+async def test_v014_submissions_by_post_and_by_put_with_the_name_in_the_path(api: Api) -> None:
+    job = {**V1_JOB, "jobName": "old-a"}
+    status, answer = await api.call("POST", "/api/v1/jobs", json_body=job)
+    assert status == 202, answer
+    status, answer = await api.call("PUT", "/api/v1/user/admin/jobs/old-b", json_body={**job, "jobName": "old-b"})
+    assert status == 202, answer
+    status, answer = await api.call("PUT", "/api/v1/jobs/old-c", json_body={**job, "jobName": "old-c"})
+    assert status == 202, answer
+    status, answer = await api.call("PUT", "/api/v1/jobs/old-d", json_body={**job, "jobName": "other"})
+    assert (status, answer) == (400, {"code": "InvalidParametersError",
+                                      "message": "jobName: the body names 'other', the path 'old-d'"})
+    status, answer = await api.call("PUT", "/api/v1/user/bob/jobs/old-e", json_body={**job, "jobName": "old-e"})
+    assert (status, answer["code"]) == (403, "ForbiddenUserError")
+    status, answer = await api.call("PUT", "/api/v1/jobs/old-b", json_body={**job, "jobName": "old-b"})
+    assert (status, answer["code"]) == (409, "ConflictJobError")
+    _, listed = await api.call("GET", "/api/v1/jobs?order=jobName,ASC")
+    assert [j["name"] for j in listed] == ["old-a", "old-b", "old-c"]
+
+
 async def test_a_form_that_is_not_one_is_a_400(api: Api) -> None:
     for path in ("/api/v1/user/admin/jobs", "/api/v2/authn/basic/login"):
         status, answer = await api.call("POST", path, body="x", content_type="multipart/form-data")
         assert (status, answer["code"]) == (400, "InvalidParametersError") and "boundary" in answer["message"], path
     assert (await api.call("GET", "/api/v2/jobs"))[1] == []
+
+
+async def test_v014_delete_frees_the_name_of_an_ended_job(api: Api) -> None:
+    job = {**V1_JOB, "jobName": "old-keyword-a"}
+    await api.call("POST", "/api/v1/jobs", json_body=job)
+    await api.call("PUT", "/api/v2/jobs/admin~old-keyword-a/tag", json_body={"value": "t"})
+    status, answer = await api.call("DELETE", "/api/v1/user/admin/jobs/old-keyword-a")
+    assert (status, answer["code"]) == (409, "ConflictJobError") and "stop it first" in answer["message"]
+    await api.call("PUT", "/api/v2/jobs/admin~old-keyword-a/executionType", json_body={"value": "STOP"})
+    status, answer = await api.call("DELETE", "/api/v1/user/admin/jobs/old-keyword-a")
+    assert (status, answer) == (202, {"message": "deleted job admin~old-keyword-a successfully"})
+    status, answer = await api.call("GET", "/api/v2/jobs/admin~old-keyword-a")
+    assert (status, answer["code"]) == (404, "NoJobError")
+    _, listed = await api.call("GET", "/api/v2/jobs?keyword=keyword&withTotalCount=true")
+    assert listed == {"totalCount": 0, "data": []}
+    status, _ = await api.call("POST", "/api/v1/jobs", json_body=job)  # the name is free again
+    assert status == 202
+    _, listed = await api.call("GET", "/api/v2/jobs?keyword=keyword")
+    assert [(j["name"], j["tags"]) for j in listed] == [("old-keyword-a", [])]
+    status, answer = await api.call("DELETE", "/api/v1/jobs/admin~nothing")
+    assert (status, answer["code"]) == (404, "NoJobError")

@@ -69,6 +69,7 @@ def full_spec() -> JobSpec:
         gang=False,
         storages=(StorageMount("data", "/data", "extras.storages[0]", "/nfs/data", True),
                   StorageMount("home", "/mnt/home", "extras.storages[1]", "/nfs/home")),
+        secrets={"token": "t0k", "nested": {"list": [1, True, None]}},
     )
 
 

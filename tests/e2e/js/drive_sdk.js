@@ -62,6 +62,16 @@ const longJob = { ...twoInstances, name: 'sdk-long',
     return ['SUCCEEDED', 'FAILED', 'STOPPED'].includes(job.jobStatus.state) && job;
   }, 60);
   out.config = await admin.job.getJobConfig('admin', 'sdk-pair');
+  out.attempt0 = await admin.job.getJob('admin', 'sdk-pair', 0);
+  out.task = await admin.job.getTask('admin', 'sdk-pair', 0, 'worker', 1);
+  out.taskLogs = await admin.job.getTaskLogs('admin', 'sdk-pair', 0, 'worker', 1, 0, true);
+  out.stdout = await admin.httpClient.get(`http://${server}${out.taskLogs.locations[0].uri}`);
+  out.events = await admin.job.listEvents('admin', 'sdk-pair');
+  out.addTag = await admin.job.addTag('admin', 'sdk-pair', 'sdk-tag');
+  out.tagged = (await admin.job.listJobs({ tagsContain: 'sdk-tag' })).map((j) => j.name);
+  out.deleteTag = await admin.job.deleteTag('admin', 'sdk-pair', 'sdk-tag');
+  out.taggedAfter = (await admin.job.listJobs({ tagsContain: 'sdk-tag' })).map((j) => j.name);
+  out.skuTypes = await admin.virtualCluster.getVirtualClusterSkuTypes('default');
   out.listed = (await admin.job.listJobs({ username: 'admin', state: 'SUCCEEDED' })).map((j) => j.name);
   out.listedOther = (await admin.job.listJobs({ username: 'sdkuser' })).map((j) => j.name);
 

@@ -1,0 +1,659 @@
+"""The OpenAPI document (job_schemas/openapi.yaml, served at GET /api/v2/openapi.json) is true to the master.
+
+- it is valid OpenAPI;
+- every route of the route table but ``/api/internal/`` is one of its operations, and every operation is a route;
+- every (operation, status) it lists is produced by a named request of ``CASES`` against a live master (401 by
+  ``test_without_a_token_exactly_the_documented_operations_answer_401``), and no case produces one it does not list;
+  the error codes a response's description names are exactly the codes its cases get; every JSON answer is valid
+  against the schema the document gives for it, and every body a successful case sends against the request schema.
+
+So the document cannot claim an answer the master never gives, and a route cannot be added without documenting it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import yaml
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+from jsonschema import Draft202012Validator
+from openapi_spec_validator import validate
+
+from pai.launcher import cluster
+from pai.rest_server.keys import DB, LAUNCHER
+from pai.rest_server.openapi import document
+from pai.rest_server.routes import routes
+from pai.store import users
+from tests.rest_server.conftest import ADMIN_PASSWORD, AGENT_TOKEN, Api
+
+DOC = document()
+METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
+CODE = re.compile(r"`(\w+Error)`")
+
+
+# OpenAPI allows no two paths that differ only in their parameters' names: the document has one for these routes.
+SAME_PATH = {"/api/v1/jobs/{key}": "/api/v1/jobs/{job}", "/api/v1/jobs/{name}": "/api/v1/jobs/{job}"}
+
+
+def route_path(path: str) -> str:
+    """An aiohttp route's path as the document writes it: ``{name:regex}`` is ``{name}``, the trailing slash
+    dropped."""
+    path = re.sub(r"\{(\w+):[^}]*\}", r"{\1}", path.removesuffix("{trailing_slash:/?}"))
+    return SAME_PATH.get(path, path)
+
+
+def documented() -> dict[tuple[str, str], dict[str, Any]]:
+    """(METHOD, path) -> operation."""
+    return {(m.upper(), p): op for p, item in DOC["paths"].items() for m, op in item.items() if m in METHODS}
+
+
+def resolve(obj: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in obj:
+        node: Any = DOC
+        for part in obj["$ref"].removeprefix("#/").split("/"):
+            node = node[part]
+        obj = node
+    return obj
+
+
+def response(method: str, path: str, status: int) -> dict[str, Any]:
+    return resolve(documented()[method, path]["responses"][str(status)])
+
+
+def needs_token(op: dict[str, Any]) -> bool:
+    return bool(op.get("security", DOC["security"]))
+
+
+def check_schema(instance: Any, schema: dict[str, Any], what: str) -> None:
+    """``instance`` against a schema of the document (its references point into the document: it is the root)."""
+    validator = Draft202012Validator({**DOC, "$defs": {"checked": schema}, "$ref": "#/$defs/checked"})
+    errors = sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path))
+    assert not errors, f"{what}: {errors[0].message} at {list(errors[0].absolute_path)}"
+
+
+# ---- the world a case runs in --------------------------------------------------------------------------------
+
+YAML_JOB = ("protocolVersion: 2\nname: {name}\ntype: job\ndefaults: {{virtualCluster: {vc}}}\n"
+            "prerequisites:\n  - {{type: dockerimage, name: img, uri: busybox}}\n"
+            "taskRoles:\n  w:\n    instances: 1\n    dockerImage: img\n"
+            "    resourcePerInstance: {{cpu: 1, memoryMB: 128, gpu: 0}}\n    commands: ['true']\n")
+
+
+def v1_job(name: str, vc: str = "default") -> dict[str, Any]:
+    return {"jobName": name, "image": "busybox", "virtualCluster": vc, "taskRoles": [
+        {"name": "w", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 256, "gpuNumber": 0, "command": "true"}]}
+
+
+@dataclass
+class Answer:
+    status: int
+    content_type: str
+    body: Any
+
+
+class World:
+    """What cases need, made on first use against the live master: users, tokens, jobs, a node, VCs."""
+
+    def __init__(self, api: Api) -> None:
+        self.api = api
+        self.tokens: dict[str, str] = {"admin": api.token or ""}
+        self.done: set[str] = set()
+
+    async def request(self, method: str, path: str, *, token: str | None, json_body: Any = None,
+                      body: str | None = None, content_type: str | None = None) -> Answer:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        if content_type:
+            headers["Content-Type"] = content_type
+        resp = await self.api.client.request(method, path, json=json_body, data=body, headers=headers)
+        text = await resp.text()
+        parsed = json.loads(text) if resp.content_type == "application/json" else text
+        return Answer(resp.status, resp.content_type, parsed)
+
+    async def admin(self, method: str, path: str, **kw: Any) -> Answer:
+        return await self.request(method, path, token=self.tokens["admin"], **kw)
+
+    async def token(self, who: str) -> str | None:
+        if who == "none":
+            return None
+        if who == "fresh":  # a login of its own, for a case that revokes it
+            return await self.api.login()
+        if who == "app" and "app" not in self.tokens:
+            self.tokens["app"] = (await self.admin("POST", "/api/v2/tokens/application")).body["token"]
+        if who == "bob":
+            await self.setup("bob")
+        return self.tokens[who]
+
+    async def setup(self, what: str) -> None:
+        if what in self.done:
+            return
+        self.done.add(what)
+        await getattr(self, "_" + what.replace("-", "_"))()
+
+    async def _bob(self) -> None:
+        """bob, a user who is no admin, in the groups every user is in."""
+        with self.api.client.app[DB].session() as s:
+            users.create_user(s, "bob", "bob-password")
+        self.tokens["bob"] = await self.api.login("bob", "bob-password")
+        self.api.token = self.tokens["admin"]
+
+    async def _job(self) -> None:
+        """admin~j, WAITING (no node)."""
+        answer = await self.admin("POST", "/api/v2/jobs", body=YAML_JOB.format(name="j", vc="default"),
+                                  content_type="text/yaml")
+        assert answer.status == 202, answer
+
+    async def _ended(self) -> None:
+        """admin~e, STOPPED."""
+        assert (await self.admin("POST", "/api/v1/jobs", json_body=v1_job("e"))).status == 202
+        assert (await self.admin("PUT", "/api/v2/jobs/admin~e/executionType", json_body={"value": "STOP"})).status \
+            == 202
+        await self.wait("admin~e", "STOPPED")
+
+    async def _running(self) -> None:
+        """admin~r, RUNNING on node n1, whose agent's log server answers."""
+        await self.setup("log-server")
+        assert (await self.admin("POST", "/api/v1/jobs", json_body=v1_job("r"))).status == 202
+        await self.wait("admin~r", "RUNNING")
+
+    async def _log_server(self) -> None:
+        """Node n1, with a log server (as an agent runs) that has every log."""
+        async def log(request: web.Request) -> web.Response:
+            assert request.headers["Authorization"] == f"Bearer {AGENT_TOKEN}"
+            return web.Response(text="hello\n", headers={"X-Log-Size": "6", "X-Log-Dropped": "0"})
+
+        app = web.Application()
+        app.router.add_get("/logs/{attempt}/{stream}", log)
+        self.server = TestServer(app, host="127.0.0.1")
+        await self.server.start_server()
+        await self._register(self.server.port or 0)
+
+    async def _node(self) -> None:
+        await self._register(0)
+
+    async def _register(self, log_port: int) -> None:
+        reg = {"version": 1, "node": {"name": "n1", "address": "127.0.0.1", "logPort": log_port,
+                                      "resources": {"gpu": 0, "cpu": 8, "memoryMB": 65536}}}
+        answer = await self.request("POST", "/api/internal/agents/register", token=AGENT_TOKEN, json_body=reg)
+        assert answer.status == 200, answer
+
+    async def wait(self, key: str, state: str) -> None:
+        for _ in range(200):
+            answer = await self.admin("GET", f"/api/v2/jobs/{key}")
+            if answer.body["jobStatus"]["state"] == state:
+                return
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"{key} never reached {state}: {answer.body}")
+
+    async def _private(self) -> None:
+        """The configuration's ``access.jobsReadableByAll: false``: users read their own jobs only."""
+        with self.api.client.app[DB].session() as s:
+            cluster.apply_file(s, {"access": {"jobsReadableByAll": False}}, 0.0)
+        self.api.client.app[LAUNCHER].clusters.invalidate()
+
+    async def _storage(self) -> None:
+        with self.api.client.app[DB].session() as s:
+            cluster.apply_file(s, {"storages": [{"name": "data", "path": "/nfs/data"}]}, 0.0)
+        self.api.client.app[LAUNCHER].clusters.invalidate()
+
+    async def _team(self) -> None:
+        """VC team (only admins may submit to it: no user is in its group)."""
+        assert (await self.admin("PUT", "/api/v2/virtual-clusters/team", json_body={})).status == 201
+
+    async def _stopped_team(self) -> None:
+        await self.setup("team")
+        answer = await self.admin("PUT", "/api/v2/virtual-clusters/team/status", json_body={"vcStatus": "stopped"})
+        assert answer.status == 201
+
+    async def _team_job(self) -> None:
+        """admin~t, WAITING in VC team."""
+        await self.setup("team")
+        assert (await self.admin("POST", "/api/v1/jobs", json_body=v1_job("t", "team"))).status == 202
+
+    async def _ops(self) -> None:
+        assert (await self.admin("POST", "/api/v2/groups", json_body={"groupname": "ops"})).status == 201
+
+    async def close(self) -> None:
+        if "log-server" in self.done:
+            await self.server.close()
+
+
+# ---- the table -----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Case:
+    method: str
+    path: str  # as the document writes it
+    status: int
+    url: str  # what is asked for
+    code: str | None = None  # the error code answered
+    as_: str = "admin"  # whose token: admin, bob, app (admin's application token), fresh (a new login), none
+    json_body: Any = None
+    body: str | None = None
+    content_type: str | None = None
+    setup: tuple[str, ...] = ()
+    note: str = ""
+    check: Callable[[Answer], None] | None = field(default=None, compare=False)
+
+    @property
+    def id(self) -> str:
+        return " ".join(x for x in (self.method, self.path, str(self.status), self.code or "",
+                                    f"({self.note})" if self.note else "") if x)
+
+
+def case(op: str, status: int, url: str | None = None, code: str | None = None, **kw: Any) -> Case:
+    method, path = op.split(" ", 1)
+    return Case(method, path, status, url if url is not None else path, code, **kw)
+
+
+def _service() -> Iterator[Case]:
+    yield case("GET /api/v1", 200, as_="none")
+    yield case("GET /api/v2/info", 200, as_="none")
+    yield case("GET /healthz", 200, as_="none")
+    yield case("GET /api/v2/openapi.json", 200, as_="none",
+               check=lambda a: _same(a.body, json.loads(json.dumps(DOC))))
+
+
+def _same(got: Any, want: Any) -> None:
+    assert got == want
+
+
+def _auth() -> Iterator[Case]:
+    good = {"username": "admin", "password": ADMIN_PASSWORD}
+    for path in ("/api/v1/authn/basic/login", "/api/v2/authn/basic/login", "/api/v1/token", "/api/v2/tokens"):
+        op = f"POST {path}"
+        yield case(op, 200, json_body=good, as_="none")
+        yield case(op, 400, code="InvalidParametersError", json_body={"username": "admin"}, as_="none")
+        yield case(op, 400, code="NoUserError", json_body={"username": "nobody", "password": "x"}, as_="none")
+        yield case(op, 400, code="IncorrectPasswordError", json_body={"username": "admin", "password": "wrong"},
+                   as_="none")
+    yield case("POST /api/v1/token", 200, body="username=admin&password=admin-password&expiration=60",
+               content_type="application/x-www-form-urlencoded", as_="none", note="form")
+    for v in ("v1", "v2"):
+        yield case(f"DELETE /api/{v}/authn/basic/logout", 200, as_="fresh")
+        yield case(f"DELETE /api/{v}/authn/basic/logout", 403, code="ForbiddenUserError", as_="app")
+        yield case(f"GET /api/{v}/authn/info", 200, as_="none")
+    for base in ("/api/v1/token", "/api/v2/tokens"):
+        yield case(f"GET {base}", 200)
+        yield case(f"GET {base}", 403, code="ForbiddenUserError", as_="app")
+        yield case(f"POST {base}/application", 200)
+        yield case(f"POST {base}/application", 403, code="ForbiddenUserError", as_="app")
+        yield case(f"GET {base}/check", 200)
+        yield case(f"GET {base}/check", 200, as_="app", note="application token")
+        yield case(f"DELETE {base}/{{token}}", 200, f"{base}/nope")
+        yield case(f"DELETE {base}/{{token}}", 403, f"{base}/{{bob}}", "ForbiddenUserError", setup=("bob",),
+                   note="another user's token")
+
+
+def _users() -> Iterator[Case]:
+    u = "/api/v2/users"
+    yield case(f"GET {u}", 200)
+    yield case(f"POST {u}", 201, json_body={"username": "carol", "password": "carol-password"})
+    yield case(f"POST {u}", 400, code="InvalidParametersError", json_body={"username": "carol"})
+    yield case(f"POST {u}", 403, code="ForbiddenUserError", as_="bob",
+               json_body={"username": "carol", "password": "carol-password"})
+    yield case(f"POST {u}", 404, code="NoVirtualClusterError",
+               json_body={"username": "carol", "password": "carol-password", "virtualCluster": ["nope"]})
+    yield case(f"POST {u}", 409, code="ConflictUserError", json_body={"username": "admin", "password": "secret1"})
+    patch = {"patch": True, "data": {"username": "admin", "email": "admin@example.com"}}
+    yield case(f"PUT {u}", 201, json_body=patch)
+    yield case(f"PUT {u}", 400, code="InvalidParametersError", json_body={})
+    yield case(f"PUT {u}", 403, code="ForbiddenUserError", as_="bob", json_body=patch)
+    yield case(f"PUT {u}", 404, code="NoUserError", json_body={"patch": True, "data": {"username": "nobody",
+                                                                                      "email": "a@example.com"}})
+    yield case(f"PUT {u}", 404, code="NoVirtualClusterError", setup=("bob",),
+               json_body={"patch": True, "data": {"username": "bob", "virtualCluster": ["nope"]}})
+    yield case(f"PUT {u}/me", 201, json_body=patch)
+    yield case(f"PUT {u}/me", 400, code="InvalidParametersError", json_body={"data": 1})
+    yield case(f"PUT {u}/me", 403, code="ForbiddenUserError", as_="bob", json_body=patch, note="another's name")
+    one = f"{u}/{{user}}"
+    yield case(f"GET {one}", 200, f"{u}/admin")
+    yield case(f"GET {one}", 400, f"{u}/nobody", "NoUserError")
+    yield case(f"DELETE {one}", 200, f"{u}/bob", setup=("bob",))
+    yield case(f"DELETE {one}", 403, f"{u}/admin", "ForbiddenUserError", as_="bob")
+    yield case(f"DELETE {one}", 403, f"{u}/admin", "RemoveAdminError")
+    yield case(f"DELETE {one}", 404, f"{u}/nobody", "NoUserError")
+    legacy: list[tuple[str, dict[str, Any], dict[str, Any], str]] = [
+        # (path, a body that works, a body that breaks the schema, whose change bob may not make)
+        ("password", {"newPassword": "secret99"}, {"newPassword": "x"}, "admin"),
+        ("email", {"email": "x@example.com"}, {"email": 5}, "admin"),
+        ("admin", {"admin": False}, {"admin": "no"}, "bob"),
+        ("virtualcluster", {"virtualCluster": []}, {}, "bob"),
+        ("extension", {"extension": {"team": "x"}}, {"extension": 1}, "admin"),
+        ("grouplist", {"grouplist": ["default"]}, {"grouplist": "default"}, "bob"),
+        ("group", {"groupname": "default"}, {"groupname": "no spaces"}, "bob"),
+    ]
+    for name, good, bad, target in legacy:
+        op = f"{u}/{{user}}/{name}"
+        methods = ("PUT", "DELETE") if name == "group" else ("PUT",)
+        for m in methods:
+            yield case(f"{m} {op}", 201, f"{u}/bob/{name}", json_body=good, setup=("bob",))
+            yield case(f"{m} {op}", 400, f"{u}/bob/{name}", "InvalidParametersError", json_body=bad, setup=("bob",))
+            yield case(f"{m} {op}", 403, f"{u}/{target}/{name}", "ForbiddenUserError", as_="bob", json_body=good)
+            yield case(f"{m} {op}", 404, f"{u}/nobody/{name}", "NoUserError", json_body=good)
+    yield case(f"PUT {u}/{{user}}/virtualcluster", 403, f"{u}/admin/virtualcluster", "ForbiddenUserError",
+               json_body={"virtualCluster": []}, note="an admin's")
+    yield case(f"PUT {u}/{{user}}/virtualcluster", 404, f"{u}/bob/virtualcluster", "NoVirtualClusterError",
+               json_body={"virtualCluster": ["nope"]}, setup=("bob",))
+    yield case(f"PUT {u}/{{user}}/grouplist", 404, f"{u}/bob/grouplist", "NoGroupError",
+               json_body={"grouplist": ["nope"]}, setup=("bob",))
+    yield case(f"PUT {u}/{{user}}/group", 404, f"{u}/bob/group", "NoGroupError",
+               json_body={"groupname": "nope"}, setup=("bob",))
+
+
+def _groups() -> Iterator[Case]:
+    g = "/api/v2/groups"
+    yield case(f"GET {g}", 200)
+    yield case(f"POST {g}", 201, json_body={"groupname": "ops", "description": "the operators"})
+    yield case(f"POST {g}", 400, code="InvalidParametersError", json_body={"groupname": "no spaces"})
+    yield case(f"POST {g}", 403, code="ForbiddenUserError", as_="bob", json_body={"groupname": "ops"})
+    yield case(f"POST {g}", 409, code="ConflictGroupError", json_body={"groupname": "default"})
+    patch = {"patch": True, "data": {"groupname": "default", "description": "everyone"}}
+    yield case(f"PUT {g}", 201, json_body=patch)
+    yield case(f"PUT {g}", 201, json_body={"data": {"groupname": "default", "description": "everyone",
+                                                    "externalName": "", "extension": {}}}, note="whole")
+    yield case(f"PUT {g}", 400, code="InvalidParametersError", json_body={"data": {"groupname": "default"}})
+    yield case(f"PUT {g}", 400, code="NoGroupError",
+               json_body={"patch": True, "data": {"groupname": "nope", "description": "x"}})
+    yield case(f"PUT {g}", 403, code="ForbiddenUserError", as_="bob", json_body=patch)
+    one = f"{g}/{{group}}"
+    yield case(f"GET {one}", 200, f"{g}/default")
+    yield case(f"GET {one}", 400, f"{g}/nope", "NoGroupError")
+    yield case(f"DELETE {one}", 200, f"{g}/ops", setup=("ops",))
+    yield case(f"DELETE {one}", 403, f"{g}/ops", "ForbiddenUserError", as_="bob")
+    yield case(f"DELETE {one}", 403, f"{g}/default", "ForbiddenUserError", note="built in")
+    yield case(f"DELETE {one}", 404, f"{g}/nope", "NoGroupError")
+    yield case(f"GET {one}/userlist", 200, f"{g}/default/userlist")
+    yield case(f"GET {one}/userlist", 403, f"{g}/default/userlist", "ForbiddenUserError", as_="bob")
+    yield case(f"GET {one}/userlist", 404, f"{g}/nope/userlist", "NoGroupError")
+    for name, good, bad in (("description", {"description": "everyone"}, {"description": 1}),
+                            ("externalname", {"externalName": "cn=all"}, {"externalname": "cn=all"}),
+                            ("extension", {"extension": {"team": "x"}}, {"extension": []}),
+                            ("extension/{attr}", {"data": ["dev"]}, {"value": 1})):
+        op = f"PUT {one}/{name}"
+        url = f"{g}/default/{name}".replace("{attr}", "acls/virtualClusters")
+        yield case(op, 201, url, json_body=good)
+        yield case(op, 400, url, "InvalidParametersError", json_body=bad)
+        yield case(op, 400, url.replace("default", "nope"), "NoGroupError", json_body=good)
+        yield case(op, 403, url, "ForbiddenUserError", as_="bob", json_body=good)
+
+
+def _submissions() -> Iterator[Case]:
+    ops = [("POST /api/v2/jobs", "/api/v2/jobs", "/api/v2/jobs"),
+           ("POST /api/v1/jobs", "/api/v1/jobs", "/api/v1/jobs"),
+           ("POST /api/v1/user/{user}/jobs", "/api/v1/user/admin/jobs", "/api/v1/user/bob/jobs"),
+           ("PUT /api/v1/jobs/{job}", "/api/v1/jobs/{name}", "/api/v1/jobs/{name}"),
+           ("PUT /api/v1/user/{user}/jobs/{name}", "/api/v1/user/admin/jobs/{name}", "/api/v1/user/bob/jobs/{name}")]
+    for op, url, bobs in ops:
+        def at(path: str, name: str) -> str:
+            return path.replace("{name}", name)
+
+        if op == "POST /api/v2/jobs":
+            yield case(op, 202, url, body=YAML_JOB.format(name="s", vc="default"), content_type="text/yaml")
+        else:
+            yield case(op, 202, at(url, "s"), json_body=v1_job("s"))
+        yield case(op, 400, at(url, "s"), "InvalidProtocolError", json_body={"jobName": "s"})
+        yield case(op, 400, at(url, "s"), "InvalidParametersError", json_body=v1_job("s", "team"),
+                   setup=("stopped-team",), note="a stopped VC")
+        yield case(op, 403, at(bobs, "s"), "ForbiddenUserError", as_="bob", json_body=v1_job("s", "team"),
+                   setup=("team",), note="a VC not granted")
+        yield case(op, 404, at(url, "s"), "NoVirtualClusterError", json_body=v1_job("s", "nope"))
+        yield case(op, 409, at(url, "j"), "ConflictJobError", json_body=v1_job("j"), setup=("job",))
+    yield case("PUT /api/v1/jobs/{job}", 400, "/api/v1/jobs/other", "InvalidParametersError", json_body=v1_job("s"),
+               note="another name")
+    yield case("POST /api/v1/user/{user}/jobs", 403, "/api/v1/user/bob/jobs", "ForbiddenUserError",
+               json_body=v1_job("s"), note="as another user")
+    yield case("POST /api/v1/jobs", 202, "/api/v1/jobs", content_type="application/x-www-form-urlencoded",
+               body="jobName=f&image=busybox&taskRoles[0][name]=w&taskRoles[0][taskNumber]=1&"
+                    "taskRoles[0][cpuNumber]=1&taskRoles[0][memoryMB]=256&taskRoles[0][gpuNumber]=0&"
+                    "taskRoles[0][command]=true", note="form")
+
+
+def _job_reads() -> Iterator[Case]:
+    mine, private = ("job",), ("private", "bob")
+    for op, url, users_url in (("GET /api/v2/jobs", "/api/v2/jobs", "/api/v2/jobs?username=admin"),
+                               ("GET /api/v1/jobs", "/api/v1/jobs", "/api/v1/jobs?username=admin"),
+                               ("GET /api/v1/user/{user}/jobs", "/api/v1/user/admin/jobs", "/api/v1/user/admin/jobs")):
+        yield case(op, 200, url, setup=mine)
+        yield case(op, 200, url + ("&" if "?" in url else "?") + "withTotalCount=true", setup=mine, note="total")
+        yield case(op, 400, url + "?state=DONE", "InvalidParametersError")
+        yield case(op, 403, users_url, "ForbiddenUserError", as_="bob", setup=private)
+    key = "/api/v2/jobs/{key}"
+    reads: list[tuple[str, str, str]] = [  # (operation, the URL of admin~{}, what makes a 200)
+        ("GET /api/v1/jobs/{job}", "/api/v1/jobs/admin~{}", "job"),
+        ("GET /api/v1/user/{user}/jobs/{name}", "/api/v1/user/admin/jobs/{}", "job"),
+        ("GET /api/v1/user/{user}/jobs/{name}/config", "/api/v1/user/admin/jobs/{}/config", "job"),
+        (f"GET {key}", "/api/v2/jobs/admin~{}", "job"),
+        (f"GET {key}/config", "/api/v2/jobs/admin~{}/config", "job"),
+        (f"GET {key}/attempts", "/api/v2/jobs/admin~{}/attempts", "running"),
+        (f"GET {key}/attempts/{{attempt}}", "/api/v2/jobs/admin~{}/attempts/0", "job"),
+        (f"GET {key}/attempts/{{attempt}}/taskRoles/{{role}}/taskIndex/{{index}}/attempts",
+         "/api/v2/jobs/admin~{}/attempts/0/taskRoles/w/taskIndex/0/attempts", "running"),
+        (f"GET {key}/attempts/{{attempt}}/taskRoles/{{role}}/taskIndex/{{index}}/attempts/{{task_attempt}}/logs",
+         "/api/v2/jobs/admin~{}/attempts/0/taskRoles/w/taskIndex/0/attempts/0/logs", "running"),
+        (f"GET {key}/job-attempts", "/api/v2/jobs/admin~{}/job-attempts", "running"),
+        (f"GET {key}/job-attempts/{{attempt}}", "/api/v2/jobs/admin~{}/job-attempts/0", "job"),
+        (f"GET {key}/events", "/api/v2/jobs/admin~{}/events", "job"),
+        (f"GET {key}/tasks/{{role}}/{{index}}/logs/{{stream}}", "/api/v2/jobs/admin~{}/tasks/w/0/logs/stdout",
+         "running"),
+        (f"GET {key}/ssh", "/api/v2/jobs/admin~{}/ssh", ""),
+    ]
+    for op, url, ready in reads:
+        name = "r" if ready == "running" else "j"
+        if ready:
+            yield case(op, 200, url.format(name), setup=(ready,))
+        yield case(op, 403, url.format(name), "ForbiddenUserError", as_="bob", setup=private)
+        if "/tasks/" not in op:
+            yield case(op, 404, url.format("nope"), "NoJobError")
+    yield case(f"GET {key}/config", 200, "/api/v2/jobs/admin~e/config", setup=("ended",), note="a v1 job, JSON")
+    yield case(f"GET {key}/attempts/{{attempt}}", 404, "/api/v2/jobs/admin~j/attempts/3", "NoJobError",
+               setup=mine, note="no such attempt")
+    yield case(f"GET {key}/job-attempts/{{attempt}}", 404, "/api/v2/jobs/admin~j/job-attempts/3", "NoJobError",
+               setup=mine, note="no such attempt")
+    yield case(f"GET {key}/attempts/{{attempt}}/taskRoles/{{role}}/taskIndex/{{index}}/attempts/{{task_attempt}}/logs",
+               404, "/api/v2/jobs/admin~j/attempts/0/taskRoles/w/taskIndex/0/attempts/0/logs", "NoTaskLogError",
+               setup=mine)
+    yield case(f"GET {key}/job-attempts/healthz", 200, "/api/v2/jobs/admin~nope/job-attempts/healthz")
+    yield case(f"GET {key}/events", 200, "/api/v2/jobs/admin~j/events?type=Warning", setup=mine, note="Warning")
+    yield case(f"GET {key}/events", 400, "/api/v2/jobs/admin~j/events?type=Bad", "InvalidParametersError")
+    yield case(f"GET {key}/ssh", 404, "/api/v2/jobs/admin~j/ssh", "NoJobSshInfoError", setup=mine)
+    logs = f"GET {key}/tasks/{{role}}/{{index}}/logs/{{stream}}"
+    yield case(logs, 200, "/api/v2/jobs/admin~r/tasks/w/0/logs/stderr?tail=3", setup=("running",), note="tail")
+    yield case(logs, 400, "/api/v2/jobs/admin~j/tasks/w/0/logs/stdout?tail=x", "InvalidParametersError")
+    yield case(logs, 400, "/api/v2/jobs/admin~j/tasks/w/first/logs/stdout", "InvalidParametersError",
+               note="index")
+    yield case(logs, 404, "/api/v2/jobs/admin~j/tasks/w/0/logs/stdout", "NoTaskLogError", setup=mine,
+               note="no attempt yet")
+
+
+def _job_changes() -> Iterator[Case]:
+    key = "/api/v2/jobs/{key}"
+    changes: list[tuple[str, str, int, dict[str, Any], dict[str, Any]]] = [
+        # (operation, URL of admin~{}, success, a body that works, a body that does not)
+        (f"PUT {key}/executionType", "/api/v2/jobs/admin~{}/executionType", 202, {"value": "STOP"},
+         {"value": "PAUSE"}),
+        ("PUT /api/v1/user/{user}/jobs/{name}/executionType", "/api/v1/user/admin/jobs/{}/executionType", 202,
+         {"value": "STOP"}, {"value": "START"}),
+        (f"PUT {key}/priority", "/api/v2/jobs/admin~{}/priority", 202, {"value": "prod"}, {"value": "gold"}),
+        (f"PUT {key}/tag", "/api/v2/jobs/admin~{}/tag", 200, {"value": "baseline"}, {"value": ""}),
+        (f"DELETE {key}/tag", "/api/v2/jobs/admin~{}/tag", 200, {"value": "baseline"}, {}),
+    ]
+    for op, url, ok, good, bad in changes:
+        yield case(op, ok, url.format("j"), json_body=good, setup=("job",))
+        yield case(op, 400, url.format("j"), "InvalidParametersError", json_body=bad, setup=("job",))
+        yield case(op, 403, url.format("j"), "ForbiddenUserError", as_="bob", json_body=good, setup=("job",))
+        yield case(op, 404, url.format("nope"), "NoJobError", json_body=good)
+    yield case(f"PUT {key}/executionType", 202, "/api/v2/jobs/admin~e/executionType", json_body={"value": "STOP"},
+               setup=("ended",), note="already ended")
+    yield case(f"PUT {key}/priority", 400, "/api/v2/jobs/admin~e/priority", "InvalidParametersError",
+               json_body={"value": "prod"}, setup=("ended",), note="ended")
+    for op, url in (("DELETE /api/v1/jobs/{job}", "/api/v1/jobs/admin~{}"),
+                    ("DELETE /api/v1/user/{user}/jobs/{name}", "/api/v1/user/admin/jobs/{}")):
+        yield case(op, 202, url.format("e"), setup=("ended",))
+        yield case(op, 403, url.format("e"), "ForbiddenUserError", as_="bob", setup=("ended",))
+        yield case(op, 404, url.format("nope"), "NoJobError")
+        yield case(op, 409, url.format("j"), "ConflictJobError", setup=("job",))
+
+
+def _cluster() -> Iterator[Case]:
+    yield case("GET /api/v2/nodes", 200, setup=("node",))
+    state = "PUT /api/v2/nodes/{node}/state"
+    yield case(state, 200, "/api/v2/nodes/n1/state", json_body={"value": "CORDONED"}, setup=("node",))
+    yield case(state, 400, "/api/v2/nodes/n1/state", "InvalidParametersError", json_body={"value": "LOST"},
+               setup=("node",))
+    yield case(state, 403, "/api/v2/nodes/n1/state", "ForbiddenUserError", as_="bob", json_body={"value": "READY"})
+    yield case(state, 404, "/api/v2/nodes/nope/state", "NoNodeError", json_body={"value": "READY"})
+    yield case("GET /api/v2/cluster/sku-types", 200)
+    yield case("GET /api/v2/cluster/sku-types", 404, "/api/v2/cluster/sku-types?vc=nope", "NoVirtualClusterError")
+    yield case("GET /api/v2/virtual-clusters/{vc}/sku-types", 200, "/api/v2/virtual-clusters/default/sku-types")
+    yield case("GET /api/v2/virtual-clusters/{vc}/sku-types", 404, "/api/v2/virtual-clusters/nope/sku-types",
+               "NoVirtualClusterError")
+    yield case("GET /api/v2/storages", 200, setup=("storage",))
+    yield case("GET /api/v2/storages/{name}", 200, "/api/v2/storages/data", setup=("storage",))
+    yield case("GET /api/v2/storages/{name}", 404, "/api/v2/storages/nope", "NoStorageError")
+
+
+def _vcs() -> Iterator[Case]:
+    for v in ("v1", "v2"):
+        base = f"/api/{v}/virtual-clusters"
+        one = f"{base}/{{vc}}"
+        yield case(f"GET {base}", 200, setup=("team",))
+        yield case(f"GET {one}", 200, f"{base}/default")
+        yield case(f"GET {one}", 404, f"{base}/nope", "NoVirtualClusterError")
+        yield case(f"PUT {one}", 201, f"{base}/team", json_body={"vcCapacity": 10, "vcMaxCapacity": 50})
+        yield case(f"PUT {one}", 400, f"{base}/team", "InvalidParametersError", json_body={"vcCapacity": 101})
+        yield case(f"PUT {one}", 403, f"{base}/team", "ForbiddenUserError", as_="bob", json_body={"vcCapacity": 10})
+        yield case(f"PUT {one}/status", 201, f"{base}/default/status", json_body={"vcStatus": "draining"})
+        yield case(f"PUT {one}/status", 400, f"{base}/default/status", "InvalidParametersError",
+                   json_body={"vcStatus": "paused"})
+        yield case(f"PUT {one}/status", 403, f"{base}/default/status", "ForbiddenUserError", as_="bob",
+                   json_body={"vcStatus": "running"})
+        yield case(f"PUT {one}/status", 404, f"{base}/nope/status", "NoVirtualClusterError",
+                   json_body={"vcStatus": "running"})
+        yield case(f"DELETE {one}", 200, f"{base}/team", setup=("team",))
+        yield case(f"DELETE {one}", 400, f"{base}/default", "InvalidParametersError")
+        yield case(f"DELETE {one}", 403, f"{base}/team", "ForbiddenUserError", as_="bob", setup=("team",))
+        yield case(f"DELETE {one}", 404, f"{base}/nope", "NoVirtualClusterError")
+        yield case(f"DELETE {one}", 409, f"{base}/team", "ConflictVirtualClusterError", setup=("team-job",))
+    one = "/api/v2/virtual-clusters/{vc}"
+    yield case(f"PUT {one}", 201, "/api/v2/virtual-clusters/team", note="pai's form",
+               json_body={"name": "team", "guaranteed": {"gpu": 0, "cpu": "10%", "memoryMB": "10%"},
+                          "strictFifo": True})
+    yield case(f"PUT {one}", 400, "/api/v2/virtual-clusters/team", "InvalidParametersError",
+               json_body={"strictfifo": True}, note="pai's form")
+
+
+CASES = [*_service(), *_auth(), *_users(), *_groups(), *_submissions(), *_job_reads(), *_job_changes(), *_cluster(),
+         *_vcs()]
+
+
+# ---- the tests -----------------------------------------------------------------------------------------------
+
+def test_the_document_is_valid_openapi() -> None:
+    validate(DOC)
+    assert DOC["openapi"].startswith("3.")
+
+
+def test_every_public_route_is_an_operation_and_every_operation_a_route() -> None:
+    routed = {(r.method, route_path(r.path)) for r in routes if not r.path.startswith("/api/internal/")}
+    ops = set(documented())
+    assert sorted(routed - ops) == [], "routes the document lacks"
+    assert sorted(ops - routed) == [], "operations that are no route"
+    assert not [p for p in DOC["paths"] if p.startswith("/api/internal/")]
+
+
+def test_the_cases_cover_exactly_the_documented_answers_and_codes() -> None:
+    ids = [c.id for c in CASES]
+    assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})
+    ops = documented()
+    listed = {(m, p, int(s)) for (m, p), op in ops.items() for s in op["responses"]}
+    unauthorized = {(m, p, 401) for (m, p), op in ops.items() if needs_token(op)}
+    covered = {(c.method, c.path, c.status) for c in CASES} | unauthorized
+    assert sorted(covered - listed) == [], "answers the master gives and the document does not list"
+    assert sorted(listed - covered) == [], "documented answers no case produces"
+    for (m, p), op in ops.items():
+        assert ("401" in op["responses"]) == needs_token(op), f"{m} {p}: 401 iff it needs a token"
+        for status in op["responses"]:
+            if int(status) < 400:
+                continue
+            named = set(CODE.findall(response(m, p, int(status))["description"]))
+            got = {c.code for c in CASES if (c.method, c.path, c.status) == (m, p, int(status))}
+            if int(status) == 401:
+                got.add("UnauthorizedUserError")
+            assert named == got, f"{m} {p} {status}: the description names {sorted(named)}, cases get {sorted(got)}"
+    for c in CASES:
+        assert (c.code is None) == (c.status < 400), c.id
+
+
+@pytest.mark.parametrize("c", [pytest.param(c, id=c.id) for c in CASES])
+async def test_a_documented_answer_occurs(api: Api, c: Case) -> None:
+    world = World(api)
+    try:
+        for what in c.setup:
+            await world.setup(what)
+        token = await world.token(c.as_)
+        url = c.url.replace("{bob}", world.tokens.get("bob", ""))
+        answer = await world.request(c.method, url, token=token, json_body=c.json_body, body=c.body,
+                                     content_type=c.content_type)
+    finally:
+        await world.close()
+    assert answer.status == c.status, answer.body
+    documented_answer = response(c.method, c.path, c.status)
+    content = documented_answer.get("content", {})
+    assert answer.content_type in content, f"{answer.content_type} is not documented for {c.id}: {list(content)}"
+    body = yaml.safe_load(answer.body) if answer.content_type == "text/yaml" else answer.body
+    check_schema(body, content[answer.content_type]["schema"], c.id)
+    if c.code is not None:
+        assert answer.body["code"] == c.code, answer.body
+    if c.status < 300:
+        _check_request_body(c)
+    if c.check is not None:
+        c.check(answer)
+
+
+def _check_request_body(c: Case) -> None:
+    """What a successful case sent is valid against the request schema the document gives."""
+    request_body = documented()[c.method, c.path].get("requestBody")
+    if c.json_body is None and c.body is None:
+        assert request_body is None or not request_body.get("required"), f"{c.id}: the body is required"
+        return
+    assert request_body is not None, f"{c.id}: the document takes no body"
+    content_type = c.content_type or "application/json"
+    assert content_type in request_body["content"], f"{c.id}: {content_type} is not documented"
+    if content_type == "application/x-www-form-urlencoded":
+        return  # a form's values are text; the handler reads them as the JSON they stand for
+    sent = c.json_body if c.json_body is not None else yaml.safe_load(c.body or "")
+    check_schema(sent, request_body["content"][content_type]["schema"], f"{c.id} (request)")
+
+
+SAMPLES = {"key": "admin~nope", "job": "admin~nope", "user": "admin", "name": "nope", "group": "default",
+           "vc": "default", "attempt": "0", "index": "0", "task_attempt": "0", "role": "w", "stream": "stdout",
+           "token": "nope", "node": "n1", "attr": "acls"}
+
+
+async def test_without_a_token_exactly_the_documented_operations_answer_401(api: Api) -> None:
+    for (method, path), op in documented().items():
+        url = re.sub(r"\{(\w+)\}", lambda m: SAMPLES[m.group(1)], path)
+        resp = await api.client.request(method, url, json={})
+        if needs_token(op):
+            assert resp.status == 401, f"{method} {path}: {resp.status}"
+            body = await resp.json()
+            assert body["code"] == "UnauthorizedUserError"
+            check_schema(body, response(method, path, 401)["content"]["application/json"]["schema"], path)
+        else:
+            assert resp.status != 401, f"{method} {path} needs no token"
+
+
+async def test_the_document_is_served_without_a_token(api: Api) -> None:
+    resp = await api.client.get("/api/v2/openapi.json/")
+    assert resp.status == 200 and resp.content_type == "application/json"
+    served = await resp.json()
+    validate(served)
+    assert served["info"]["version"] == DOC["info"]["version"] != "filled-in-by-the-master"
+    assert "x-embed" not in json.dumps(served)

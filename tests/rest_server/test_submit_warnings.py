@@ -1,0 +1,56 @@
+"""What a submitted job asks for and this cluster does not honour: in the 202 answer and in the job's events."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.rest_server.conftest import Api
+
+SSH_AND_INFINIBAND = """
+protocolVersion: 2
+name: warned
+type: job
+prerequisites:
+  - {type: dockerimage, name: img, uri: busybox}
+taskRoles:
+  worker:
+    dockerImage: img
+    resourcePerInstance: {cpu: 1, memoryMB: 256, gpu: 0}
+    extraContainerOptions: {infiniband: true}
+    commands: ["true"]
+extras:
+  com.microsoft.pai.runtimeplugin:
+    - {plugin: ssh, parameters: {jobssh: true}}
+"""
+V1_NO_GANG = json.dumps({"jobName": "nogang", "image": "busybox", "extras": {"gangAllocation": False},
+                         "taskRoles": [{"name": "w", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 256,
+                                        "gpuNumber": 0, "command": "true"}]})
+CASES = [
+    # (name, path, body, content type, job, fields warned about)
+    ("v2 YAML", "/api/v2/jobs", SSH_AND_INFINIBAND, "text/yaml", "admin~warned",
+     ["taskRoles.worker.extraContainerOptions.infiniband", "extras.com.microsoft.pai.runtimeplugin[0].plugin"]),
+    ("v1 on OpenPAI's v1 path", "/api/v1/user/admin/jobs", V1_NO_GANG, "application/json", "admin~nogang",
+     ["extras.gangAllocation"]),
+]
+
+
+@pytest.mark.parametrize(("name", "path", "body", "ctype", "key", "fields"), CASES, ids=[c[0] for c in CASES])
+async def test_warnings_are_answered_and_recorded(api: Api, name: str, path: str, body: str, ctype: str, key: str,
+                                                  fields: list[str]) -> None:
+    status, answer = await api.call("POST", path, body=body, content_type=ctype)
+    assert status == 202, answer
+    assert [w["field"] for w in answer["warnings"]] == fields
+    assert all(w["message"] for w in answer["warnings"])
+    status, detail = await api.call("GET", f"/api/v2/jobs/{key}")
+    assert status == 200
+    events: list[dict[str, Any]] = [e for e in detail["events"] if e["kind"] == "warning"]
+    assert [e["message"] for e in events] == [f"{w['field']}: {w['message']}" for w in answer["warnings"]]
+
+
+async def test_a_job_with_nothing_unhonoured_has_an_empty_list(api: Api) -> None:
+    status, answer = await api.call("POST", "/api/v2/jobs", body=V1_NO_GANG.replace("false", "true"),
+                                    content_type="application/json")
+    assert (status, answer["warnings"]) == (202, [])
