@@ -17,6 +17,8 @@ need=()
 command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
 command -v busybox >/dev/null 2>&1 || need+=(busybox-static)
 command -v docker-registry >/dev/null 2>&1 || need+=(docker-registry)
+# promtool (Debian's prometheus package): tests/deploy/test_prometheus.py checks the alert rules and runs their tests.
+command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 # Node.js and npm: tests/e2e/test_js_sdk.py installs OpenPAI's JavaScript SDK from npm and drives a master with it.
 command -v npm >/dev/null 2>&1 || need+=(nodejs npm)
 if [ ${#need[@]} -gt 0 ]; then

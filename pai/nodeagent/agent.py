@@ -28,6 +28,7 @@ from pai.nodeagent.logcap import DEFAULT_MAX_LOG_MB
 from pai.nodeagent.logfmt import bind
 from pai.nodeagent.logserver import LogServer
 from pai.nodeagent.master_client import MasterClient, MasterRefusedError, MasterUnavailableError
+from pai.nodeagent.metrics import NodeMetrics
 from pai.nodeagent.paths import AgentPaths, LogStream
 from pai.nodeagent.process_runtime import ProcessRuntime
 from pai.nodeagent.resources import NodeResources, Nvml, detect
@@ -132,7 +133,8 @@ class Agent:
         if cfg.watchdog:
             state = self.paths.runtime_state(self.runtime_name)
             self._watchdog = spawn_watchdog(cfg.work_dir, self._lease.owner, state, self.runtime_name, cfg.docker_host)
-        log_server = LogServer(self.paths, cfg.address, cfg.log_port, cfg.token)
+        metrics = NodeMetrics(cfg.name, self._resources, runtime, cfg.work_dir)
+        log_server = LogServer(self.paths, cfg.address, cfg.log_port, cfg.token, metrics.render)
         self.log_port = await log_server.start()
         self._client = MasterClient(cfg.master_url, cfg.token, cfg.request_timeout_seconds)
         extra = {"master": cfg.master_url, "log_port": self.log_port, "runtime": self.runtime_name}

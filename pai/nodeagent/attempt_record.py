@@ -50,10 +50,13 @@ class AttemptRecord:
     stop_exit_code: int | None = None  # from the StopTask: replaces the process's own code
     stop_reason: str | None = None
     note: str | None = None  # added to the reason the attempt ends with (e.g. an image the runtime ignored)
+    vc: str = ""  # the job's virtual cluster and the GPUs it holds here: the labels of the agent's metrics
+    gpus: tuple[int, ...] = ()
 
     @classmethod
     def for_command(cls, cmd: StartTask, workdir: Path, note: str | None = None) -> AttemptRecord:
-        return cls(cmd.attempt_id, cmd.job_key, cmd.role, cmd.index, str(workdir), note=note)
+        return cls(cmd.attempt_id, cmd.job_key, cmd.role, cmd.index, str(workdir), note=note,
+                   vc=cmd.env.get("PAI_VIRTUAL_CLUSTER", ""), gpus=cmd.gpus)
 
     @property
     def running(self) -> bool:
@@ -98,7 +101,7 @@ class AttemptRecord:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> AttemptRecord:
-        return cls(**{**d, "status": ContainerStatus(d["status"])})
+        return cls(**{**d, "status": ContainerStatus(d["status"]), "gpus": tuple(d.get("gpus", ()))})
 
 
 def save(record: AttemptRecord, path: Path) -> None:

@@ -38,7 +38,7 @@ from pai.nodeagent.attempt_record import AttemptRecord, exit_reason_of
 from pai.nodeagent.attempts import Attempt, AttemptBook, fields
 from pai.nodeagent.logfmt import BoundLogger
 from pai.nodeagent.paths import check_attempt_id
-from pai.nodeagent.runtime import ExitListener
+from pai.nodeagent.runtime import ExitListener, TaskUsage
 from pai.protocol import ContainerReport, PlatformExit, RegistryCredentials, StartTask
 
 CODE, WORK, LOGS = "/pai/code", "/pai/work", "/pai/log"
@@ -139,6 +139,23 @@ class DockerRuntime:
 
     def reports(self) -> list[ContainerReport]:
         return self._book.reports()
+
+    async def usage(self) -> list[TaskUsage]:
+        """The engine's one-shot stats of every running container (CPU time of its cgroup, memory use less the
+        page cache, as ``docker stats`` shows it), fetched concurrently; a container gone meanwhile is left out."""
+        running = [a for a in self._attempts.values() if a.record.running and a.container_id]
+        measured = await asyncio.gather(*(asyncio.to_thread(self._stats, a) for a in running))
+        return [u for u in measured if u is not None]
+
+    def _stats(self, attempt: _Attempt) -> TaskUsage | None:
+        try:
+            stats = self._client.api.stats(attempt.container_id, stream=False, one_shot=True)
+        except Exception:  # gone, or the engine is busy: no figure this time
+            return None
+        cpu_ns = int(stats.get("cpu_stats", {}).get("cpu_usage", {}).get("total_usage", 0))
+        memory = stats.get("memory_stats", {})
+        cache = int(memory.get("stats", {}).get("inactive_file", memory.get("stats", {}).get("cache", 0)))
+        return TaskUsage(attempt.record, cpu_ns / 1e9, max(0, int(memory.get("usage", 0)) - cache))
 
     def forget(self, attempt_id: str) -> None:
         self._book.forget(attempt_id)

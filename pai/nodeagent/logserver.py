@@ -5,13 +5,17 @@ after the attempt ends. Only the master may read: a request must carry the agent
 Bearer <token>``), which the master and its agents share. ``X-Log-Size`` carries the size of what the node
 keeps of the log, so that a reader can poll for growth; ``X-Log-Dropped`` what the node's size cap dropped
 (``pai.nodeagent.logcap``). A read without ``tail`` serves all that is kept.
+
+``GET /metrics`` is the node's Prometheus metrics (``pai.nodeagent.metrics``), without a token, as node-exporter.
 """
 
 from __future__ import annotations
 
 import hmac
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from pai.nodeagent import logcap
 from pai.nodeagent.paths import AgentPaths, LogStream, is_attempt_id
@@ -19,6 +23,8 @@ from pai.nodeagent.paths import AgentPaths, LogStream, is_attempt_id
 TEXT = "text/plain; charset=utf-8"
 _PATHS = web.AppKey("paths", AgentPaths)
 _TOKEN = web.AppKey("token", str)
+Render = Callable[[], Awaitable[bytes]]
+_METRICS: web.AppKey[Render] = web.AppKey("metrics")
 
 
 def _error(status: int, code: str, message: str) -> web.Response:
@@ -53,19 +59,27 @@ async def _get_log(request: web.Request) -> web.StreamResponse:
     return web.Response(body=body, headers=headers)
 
 
-def make_app(paths: AgentPaths, token: str | None = None) -> web.Application:
+async def _get_metrics(request: web.Request) -> web.Response:
+    return web.Response(body=await request.app[_METRICS](), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+def make_app(paths: AgentPaths, token: str | None = None, metrics: Render | None = None) -> web.Application:
     """``token``: the agent token the master presents; None only for an agent that has none (the master
-    refuses such an agent, so it runs nothing)."""
+    refuses such an agent, so it runs nothing). ``metrics``: renders ``/metrics``."""
     app = web.Application()
     app[_PATHS] = paths
     app[_TOKEN] = token or ""
     app.router.add_get("/logs/{attempt_id}/{stream:stdout|stderr}", _get_log)
+    if metrics is not None:
+        app[_METRICS] = metrics
+        app.router.add_get("/metrics", _get_metrics)
     return app
 
 
 class LogServer:
-    def __init__(self, paths: AgentPaths, host: str, port: int = 0, token: str | None = None) -> None:
-        self._runner = web.AppRunner(make_app(paths, token), access_log=None)
+    def __init__(self, paths: AgentPaths, host: str, port: int = 0, token: str | None = None,
+                 metrics: Render | None = None) -> None:
+        self._runner = web.AppRunner(make_app(paths, token, metrics), access_log=None)
         self._host = host
         self._port = port
         self.port = port

@@ -22,6 +22,8 @@ class ProcStat:
     state: str
     pgid: int
     start_ticks: int
+    cpu_ticks: int = 0  # utime + stime, and of its reaped children cutime + cstime (clock ticks)
+    rss_pages: int = 0
 
     @property
     def alive(self) -> bool:
@@ -32,7 +34,8 @@ def parse_stat(text: str) -> ProcStat:
     """Parse one /proc/<pid>/stat line (the command name may hold spaces and parentheses)."""
     pid_part, _, rest = text.partition(" (")
     fields = rest.rpartition(") ")[2].split()
-    return ProcStat(pid=int(pid_part), state=fields[0], pgid=int(fields[2]), start_ticks=int(fields[19]))
+    return ProcStat(pid=int(pid_part), state=fields[0], pgid=int(fields[2]), start_ticks=int(fields[19]),
+                    cpu_ticks=sum(int(f) for f in fields[11:15]), rss_pages=int(fields[21]))
 
 
 def read_stat(pid: int) -> ProcStat | None:
@@ -50,13 +53,31 @@ def is_running(pid: int, start_ticks: int | None) -> bool:
 
 def group_members(pgid: int) -> list[int]:
     """Pids of the live (non-zombie) processes of process group ``pgid``."""
-    members = []
+    return [st.pid for st in group_stats(pgid)]
+
+
+def group_stats(pgid: int) -> list[ProcStat]:
+    """The stat of every live (non-zombie) process of process group ``pgid``."""
+    return stats_by_group({pgid}).get(pgid, [])
+
+
+def stats_by_group(pgids: set[int]) -> dict[int, list[ProcStat]]:
+    """The live processes of each of ``pgids``, in one walk of /proc."""
+    out: dict[int, list[ProcStat]] = {}
     for entry in PROC.iterdir():
         if entry.name.isdigit():
             st = read_stat(int(entry.name))
-            if st is not None and st.pgid == pgid and st.alive:
-                members.append(st.pid)
-    return members
+            if st is not None and st.pgid in pgids and st.alive:
+                out.setdefault(st.pgid, []).append(st)
+    return out
+
+
+def clock_ticks() -> int:
+    return os.sysconf("SC_CLK_TCK")
+
+
+def page_size() -> int:
+    return os.sysconf("SC_PAGE_SIZE")
 
 
 def signal_group(pgid: int, sig: signal.Signals) -> None:

@@ -28,7 +28,7 @@ from pai.nodeagent.attempt_record import AttemptRecord, exit_code_of, exit_reaso
 from pai.nodeagent.attempts import Attempt, AttemptBook, fields
 from pai.nodeagent.logfmt import BoundLogger
 from pai.nodeagent.paths import check_attempt_id
-from pai.nodeagent.runtime import ExitListener
+from pai.nodeagent.runtime import ExitListener, TaskUsage
 from pai.protocol import ContainerReport, PlatformExit, StartTask
 
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -143,6 +143,19 @@ class ProcessRuntime:
 
     def reports(self) -> list[ContainerReport]:
         return self._book.reports()
+
+    async def usage(self) -> list[TaskUsage]:
+        return await asyncio.to_thread(self._usage)
+
+    def _usage(self) -> list[TaskUsage]:
+        """Every running attempt's process group, from one walk of /proc: its members' CPU time (with what their
+        reaped children used) and resident memory."""
+        running = {a.record.pgid: a.record for a in self._attempts.values()
+                   if a.record.running and a.record.pgid is not None}
+        groups = process_group.stats_by_group(set(running))
+        hz, page = process_group.clock_ticks(), process_group.page_size()
+        return [TaskUsage(record, sum(st.cpu_ticks for st in members) / hz, sum(st.rss_pages for st in members) * page)
+                for pgid, record in running.items() if (members := groups.get(pgid))]
 
     def forget(self, attempt_id: str) -> None:
         self._book.forget(attempt_id)

@@ -98,6 +98,11 @@ class Nvml:
             return 0
         return int(info.total) // (1024 * 1024)
 
+    def samples(self, count: int) -> tuple[GpuSample, ...]:
+        if self._nvml is None:
+            return ()
+        return tuple(s for i in range(count) if (s := sample_gpu(self._nvml, i)) is not None)
+
     def health(self, index: int) -> GpuHealth:
         if self._nvml is None:
             return GpuHealth(index)
@@ -113,6 +118,36 @@ class Nvml:
 
 
 @dataclass(frozen=True, slots=True)
+class GpuSample:
+    """One GPU now, as NVML reads it (the agent's /metrics); a figure NVML cannot give is None."""
+
+    index: int
+    utilization: float | None  # percent of the last sample period a kernel ran
+    memory_used: int | None  # bytes
+    memory_total: int | None
+    temperature: float | None  # degrees Celsius
+
+
+def sample_gpu(nvml: Any, index: int) -> GpuSample | None:
+    """``nvml``: the pynvml module (the driver loaded); None when the device does not answer."""
+    try:
+        handle = nvml.nvmlDeviceGetHandleByIndex(index)
+    except Exception:
+        return None
+
+    def read(fn: str, *args: object) -> Any:
+        try:
+            return getattr(nvml, fn)(handle, *args)
+        except Exception:  # a figure this board does not give
+            return None
+
+    util, memory = read("nvmlDeviceGetUtilizationRates"), read("nvmlDeviceGetMemoryInfo")
+    temperature = read("nvmlDeviceGetTemperature", 0)  # NVML_TEMPERATURE_GPU
+    return GpuSample(index, None if util is None else float(util.gpu), None if memory is None else int(memory.used),
+                     None if memory is None else int(memory.total), None if temperature is None else float(temperature))
+
+
+@dataclass(frozen=True, slots=True)
 class NodeResources:
     total: Resources
     gpu_type: str | None
@@ -121,6 +156,10 @@ class NodeResources:
 
     def gpu_health(self) -> tuple[GpuHealth, ...]:
         return tuple(self.nvml.health(i) for i in range(self.total.gpu))
+
+    def gpu_samples(self) -> tuple[GpuSample, ...]:
+        """Utilization, memory and temperature of every GPU NVML answers for (none without NVML)."""
+        return self.nvml.samples(self.total.gpu)
 
 
 def detect(

@@ -7,12 +7,23 @@ A runtime is constructed with a directory of its own for state and an ``on_exit`
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from pai.nodeagent.attempt_record import AttemptRecord
 from pai.protocol import ContainerReport, StartTask
 
 ExitListener = Callable[[ContainerReport], None]
+
+
+@dataclass(frozen=True, slots=True)
+class TaskUsage:
+    """What a running attempt uses now (the agent's /metrics)."""
+
+    record: AttemptRecord  # who it is: job, role, index, VC, GPUs
+    cpu_seconds: float  # CPU time since it started, every process of it
+    memory_bytes: int  # resident memory now
 
 
 class Runtime(Protocol):
@@ -26,6 +37,7 @@ class Runtime(Protocol):
       process's own in the report. Stopping an unknown or exited attempt does nothing.
     - ``reports`` gives the current state of every attempt it knows: running, or exited and not yet
       forgotten. A runtime restarted on the same state directory re-adopts what still runs.
+    - ``usage`` measures every running attempt (CPU time, resident memory); one it cannot measure is left out.
     - ``forget`` drops an exited attempt (its logs stay on disk).
     - ``close`` releases the runtime's own resources; it does not stop running attempts.
     """
@@ -39,6 +51,8 @@ class Runtime(Protocol):
     ) -> None: ...
 
     def reports(self) -> list[ContainerReport]: ...
+
+    async def usage(self) -> list[TaskUsage]: ...
 
     def forget(self, attempt_id: str) -> None: ...
 

@@ -12,6 +12,7 @@ import pytest
 
 from pai.domain.resources import Resources
 from pai.nodeagent.docker_runtime import DockerRuntime
+from pai.nodeagent.runtime import TaskUsage
 from pai.protocol import ContainerReport, ContainerStatus, PlatformExit, RegistryCredentials, StartTask, VolumeMount
 from tests.dockerkit import IMAGE, containers_labelled
 from tests.eventually import eventually
@@ -204,3 +205,18 @@ async def test_a_private_image_is_pulled_with_the_jobs_registry_credentials(
     await runtime.start(task("d14", "echo pulled", image=private_image, registry_auth=auth), tmp_path / "d14")
     assert (await ended(runtime, "d14")).exit_code == 0
     assert out(tmp_path, "d14") == "pulled\n"
+
+
+async def test_usage_is_the_engines_cpu_time_and_memory_of_each_running_container(
+        runtime: DockerRuntime, tmp_path: Path) -> None:
+    burn = "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; sleep 30"
+    await runtime.start(task("u1", burn, env={"PAI_VIRTUAL_CLUSTER": "dev"}, gpus=(2,)), tmp_path / "u1")
+
+    async def burnt() -> list[TaskUsage] | None:
+        usage = await runtime.usage()
+        return usage if usage and usage[0].cpu_seconds >= 0.2 else None
+    [u] = await eventually(burnt, what="the container's CPU time")
+    assert (u.record.attempt_id, u.record.job_key, u.record.vc, u.record.gpus) == ("u1", "alice~job", "dev", (2,))
+    assert u.memory_bytes > 0
+    await runtime.stop("u1", 0)
+    assert await runtime.usage() == []

@@ -1,0 +1,106 @@
+"""The agent's Prometheus metrics (``GET /metrics`` on its log server, as OpenPAI's job-exporter on every node).
+
+Per GPU: utilization, memory, temperature (NVML where present; a node without it reports only what it is
+configured with), ECC errors and health; which task holds it. Per task: CPU time and resident memory, with
+OpenPAI-like labels (``username, job_name, role_name, task_index, virtual_cluster, node``). Read at scrape
+time, from NVML and the runtime; nothing is kept between scrapes.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from pai.nodeagent.resources import GpuSample, NodeResources
+from pai.nodeagent.runtime import Runtime, TaskUsage
+from pai.protocol import GpuHealth
+
+TASK_LABELS = ["username", "job_name", "role_name", "task_index", "virtual_cluster", "node"]
+GPU_LABELS = ["node", "minor_number"]
+
+
+class NodeMetrics:
+    def __init__(self, node: str, resources: NodeResources, runtime: Runtime, work_dir: Path) -> None:
+        self.node = node
+        self.resources = resources
+        self.runtime = runtime
+        self.work_dir = work_dir  # its disk holds the code, the logs and the tasks' work directories
+
+    async def render(self) -> bytes:
+        tasks = await self.runtime.usage()
+        registry = CollectorRegistry()
+        registry.register(_Scrape(self.node, self.resources.gpu_samples(), self.resources.gpu_health(), tasks))
+        registry.register(_Disk(self.node, self.work_dir))
+        return generate_latest(registry)
+
+
+class _Disk(Collector):
+    def __init__(self, node: str, path: Path) -> None:
+        self.node, self.path = node, path
+
+    def collect(self) -> Iterator[Metric]:
+        try:
+            usage = shutil.disk_usage(self.path)
+        except OSError:
+            return
+        figures = (("pai_node_disk_free_bytes", "Free space of the agent's work directory's disk", usage.free),
+                   ("pai_node_disk_size_bytes", "Size of the agent's work directory's disk", usage.total))
+        for name, doc, value in figures:
+            family = GaugeMetricFamily(name, doc, labels=["node", "path"])
+            family.add_metric([self.node, str(self.path)], value)
+            yield family
+
+
+def task_labels(u: TaskUsage, node: str) -> list[str]:
+    user, _, job = u.record.job_key.partition("~")
+    return [user, job, u.record.role, str(u.record.index), u.record.vc, node]
+
+
+class _Scrape(Collector):
+    def __init__(self, node: str, samples: tuple[GpuSample, ...], health: tuple[GpuHealth, ...],
+                 tasks: list[TaskUsage]) -> None:
+        self.node, self.samples, self.health, self.tasks = node, samples, health, tasks
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self._gpus()
+        cpu = CounterMetricFamily("pai_task_cpu_seconds", "CPU time of a task's processes", labels=TASK_LABELS)
+        memory = GaugeMetricFamily("pai_task_memory_bytes", "Resident memory of a task", labels=TASK_LABELS)
+        held = GaugeMetricFamily("pai_task_gpu_allocated", "1 for each GPU a task holds",
+                                 labels=[*TASK_LABELS, "minor_number"])
+        util = GaugeMetricFamily("pai_task_gpu_utilization_percent", "Utilization of a GPU a task holds (NVML)",
+                                 labels=[*TASK_LABELS, "minor_number"])
+        by_index = {s.index: s for s in self.samples}
+        for u in self.tasks:
+            labels = task_labels(u, self.node)
+            cpu.add_metric(labels, u.cpu_seconds)
+            memory.add_metric(labels, u.memory_bytes)
+            for gpu in u.record.gpus:
+                held.add_metric([*labels, str(gpu)], 1)
+                sample = by_index.get(gpu)
+                if sample is not None and sample.utilization is not None:
+                    util.add_metric([*labels, str(gpu)], sample.utilization)
+        yield from (cpu, memory, held, util)
+
+    def _gpus(self) -> Iterator[Metric]:
+        healthy = GaugeMetricFamily("pai_gpu_healthy", "1 when the GPU answers and has no uncorrected ECC error",
+                                    labels=GPU_LABELS)
+        ecc = GaugeMetricFamily("pai_gpu_ecc_errors", "Uncorrected volatile ECC errors", labels=GPU_LABELS)
+        for h in self.health:
+            healthy.add_metric([self.node, str(h.index)], 1 if h.healthy else 0)
+            ecc.add_metric([self.node, str(h.index)], h.ecc_errors)
+        yield from (healthy, ecc)
+        figures = (("pai_gpu_utilization_percent", "GPU utilization (NVML)", "utilization"),
+                   ("pai_gpu_memory_used_bytes", "GPU memory used (NVML)", "memory_used"),
+                   ("pai_gpu_memory_total_bytes", "GPU memory (NVML)", "memory_total"),
+                   ("pai_gpu_temperature_celsius", "GPU temperature (NVML)", "temperature"))
+        for name, doc, attr in figures:
+            family = GaugeMetricFamily(name, doc, labels=GPU_LABELS)
+            for s in self.samples:
+                if (v := getattr(s, attr)) is not None:
+                    family.add_metric([self.node, str(s.index)], v)
+            yield family
