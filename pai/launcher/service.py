@@ -46,6 +46,7 @@ from pai.launcher.lifecycle import (
     on_event,
 )
 from pai.launcher.logs import LogLocation
+from pai.launcher.metrics import LauncherMetrics
 from pai.launcher.reconcile import NodeJobs, pending_starts, reconcile
 from pai.launcher.scheduling import FULL_PASS_SECONDS, Scheduling
 from pai.launcher.snapshot import (
@@ -141,6 +142,7 @@ class Launcher:
         self.directory = Directory(db, clock, self.accounts, self.clusters)
         self.scheduling = Scheduling(self.config.full_pass_seconds)
         self.heartbeats = Heartbeats()
+        self.metrics = LauncherMetrics()
 
     # ---- users' requests ----------------------------------------------------------------------
 
@@ -456,6 +458,7 @@ class Launcher:
         due; a full pass rebuilds the view from every active job and node."""
         now = self.clock()
         sched = self.scheduling
+        began, kind = time.perf_counter(), "incremental"
         try:
             if full or sched.needs_reload(now):
                 self.clusters.invalidate()  # the safety net reads the configuration from the store too
@@ -474,6 +477,7 @@ class Launcher:
                     self.heartbeats.forget_all()  # the safety net for the quiet view too
                     decision = sched.run(now, full=True)
                     by_key = {j.key: j for j in jobs}
+                    kind = "full"
                 else:
                     sched.follow(store_jobs.get_jobs_by_id(s, sched.take_changed()))
                     decision = sched.run(now)
@@ -485,6 +489,7 @@ class Launcher:
         except BaseException:
             sched.invalidate(reload=True)  # the pass's changes were rolled back: its view is no longer the store's
             raise
+        self.metrics.pass_seconds.labels(kind).observe(time.perf_counter() - began)
         return decision
 
     def _act(self, s: Session, decision: Decision, by_key: dict[str, Job], nodes: list[Node] | None,
@@ -537,6 +542,7 @@ class Launcher:
     def _apply(self, s: Session, job: Job, event: Event) -> Job:
         new, cmds = on_event(job, event, self.ids)
         self.scheduling.changed(new.id)
+        self.metrics.job_changed(job, new, event)
         for old_task, new_task in zip(job.tasks, new.tasks, strict=False):
             if old_task != new_task:
                 nodes = [n for n in (old_task.node, new_task.node) if n]
@@ -576,6 +582,11 @@ class Launcher:
             nodes = [self._with_pending_beat(n) for n in store_nodes.list_nodes(s)]
             used = usage_by_node(nodes, store_jobs.active_jobs(s))
         return [(n, used[n.name]) for n in nodes]
+
+    def job_counts(self) -> tuple[dict[tuple[str, str], int], dict[str, float], float]:
+        """For the metrics: jobs by (state, VC), each VC's oldest waiting submission, and now."""
+        with self.db.session() as s:
+            return store_jobs.count_by_state_and_vc(s), store_jobs.oldest_waiting_by_vc(s), self.clock()
 
     def _with_pending_beat(self, node: Node) -> Node:
         beat = self.heartbeats.pending(node.name)

@@ -19,6 +19,7 @@ from pai.rest_server.config import MasterConfig
 from pai.rest_server.errors import PARSER_LINE_LIMIT, add_request_id, error_middleware
 from pai.rest_server.keys import AGENT_TOKEN, CHANNELS, CONFIG, DB, HTTP, LAUNCHER, LISTS, LOOP, STORE, VCADMIN
 from pai.rest_server.listing import Lists
+from pai.rest_server.metrics import timing_middleware
 from pai.rest_server.routes import routes
 from pai.store.db import Database
 
@@ -81,7 +82,8 @@ def make_app(config: MasterConfig) -> web.Application:
     # aiohttp's parser answers a longer request line or header itself, in plain text; below its limit the error
     # middleware refuses what is too long with a JSON 414/431 (see pai.rest_server.errors).
     parser = {"max_line_size": PARSER_LINE_LIMIT, "max_field_size": PARSER_LINE_LIMIT}
-    app = web.Application(middlewares=[error_middleware], client_max_size=config.max_body_bytes, handler_args=parser)
+    app = web.Application(middlewares=[timing_middleware, error_middleware], client_max_size=config.max_body_bytes,
+                          handler_args=parser)
     app.on_response_prepare.append(add_request_id)
     app[CONFIG] = config
     app[CHANNELS] = AgentChannels()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from pai.rest_server import attempts, authn, groups, jobs, openapi, storages, submit, users, vcs
+from pai.rest_server import attempts, authn, groups, jobs, metrics, openapi, storages, submit, users, vcs
 from pai.rest_server import handlers as h
 
 JOB = "/api/v2/jobs/{key:[^/]+}"  # user~job; another name is answered NoJobError (OpenPAI's VS Code extension asks
@@ -16,6 +16,8 @@ _routes: list[web.RouteDef] = [
     web.get("/api/v1", h.api_v1),
     web.get("/api/v2/info", h.info),
     web.get("/healthz", h.healthz),
+    web.get("/metrics", metrics.metrics),  # Prometheus
+    web.get("/metrics/agents", metrics.agent_targets),  # Prometheus's http_sd_configs
     web.get("/api/v2/openapi.json", openapi.openapi_json),  # job_schemas/openapi.yaml
     *[route for v in ("v1", "v2") for route in (
         web.post(f"/api/{v}/authn/basic/login", authn.login),
