@@ -14,7 +14,8 @@ over up to S seconds (at least 3 and at most 200 requests):
                     processes it started (its list processes and their fork server)
 
 Then, unless ``--burst 0``, the lists under load: a client process of its own GETs the default list and the
-paged list (limit 20, withTotalCount) in turn, first for S seconds with the master otherwise idle, then while B
+paged list (limit 20, withTotalCount) in turn, first for ``--idle-seconds`` (20) with the master otherwise idle
+(about as many requests as during a burst of 3,000, so that the two p99s are over like samples), then while B
 small 1-task jobs (default 1,000) are POSTed by 16 threads of this process (``--burst-concurrency``); no agent is
 registered, so the jobs wait, each one a submission and a scheduling pass. Printed: both lists' p50/p99 idle and
 during the burst, with the ratio of the p99s; the burst's submissions/s and POST p50/p99; the master's full
@@ -329,9 +330,12 @@ def burst_job(i: int, stamp: int) -> bytes:
         {"name": "w", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 128, "gpuNumber": 0, "command": "true"}]}).encode()
 
 
-def under_burst(base: str, pid: int, token: str, seconds: float, burst: int, concurrency: int, gc_log: str) -> None:
-    """The lists' p50/p99 idle, then while ``burst`` submissions run at ``concurrency``."""
-    idle = lists_beside(base, token, lambda: time.sleep(seconds))
+def under_burst(base: str, pid: int, token: str, idle_seconds: float, burst: int, concurrency: int,
+                gc_log: str) -> None:
+    """The lists' p50/p99 idle for ``idle_seconds``, then while ``burst`` submissions run at ``concurrency``. The
+    idle window should hold about as many requests as the burst's: a p99 over 9 samples is their largest, over 50
+    nearly so, and comparing the two would measure the sample sizes, not the burst."""
+    idle = lists_beside(base, token, lambda: time.sleep(idle_seconds))
 
     local = threading.local()
     connections: list[Connection] = []
@@ -382,6 +386,9 @@ def main() -> None:
     parser.add_argument("--burst", type=int, default=1000,
                         help="submissions of the burst the lists are measured under (default 1,000; 0: skip it)")
     parser.add_argument("--burst-concurrency", type=int, default=16, help="threads POSTing the burst (default 16)")
+    parser.add_argument("--idle-seconds", type=float, default=20.0,
+                        help="how long the lists are measured idle before the burst (default 20, about as long as "
+                             "a burst of 3,000 takes, so that both p99s are over as many requests)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="pai-bench-") as tmp, database_url(args.backend, Path(tmp)) as url:
         took, keys = store(url, args.jobs)
@@ -393,7 +400,7 @@ def main() -> None:
             base = f"http://127.0.0.1:{port}"
             token = asyncio.run(client(base, master.pid or 0, keys, args.seconds, args.jobs))
             if args.burst > 0:
-                under_burst(base, master.pid or 0, token, args.seconds, args.burst, args.burst_concurrency,
+                under_burst(base, master.pid or 0, token, args.idle_seconds, args.burst, args.burst_concurrency,
                             f"{tmp}/data-gc.txt")
         finally:
             master.terminate()

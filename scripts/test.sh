@@ -21,6 +21,9 @@ command -v docker-registry >/dev/null 2>&1 || need+=(docker-registry)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 # Node.js and npm: tests/e2e/test_js_sdk.py installs OpenPAI's JavaScript SDK from npm and drives a master with it.
 command -v npm >/dev/null 2>&1 || need+=(nodejs npm)
+# Chromium: tests/e2e/test_dashboard.py drives the dashboard in headless Chromium through Playwright (from PyPI, the
+# dev extras), with Debian's browser at /usr/bin/chromium: Playwright downloads no browser of its own.
+[ -x /usr/bin/chromium ] || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo -n"

@@ -41,9 +41,12 @@ from pai.store.db import default_data_dir
               help="Processes that read job lists of more than 1,000 jobs (0: the reader threads).")
 @click.option("--admissions-per-pass", default=1000, show_default=True, type=click.IntRange(min=1),
               help="The most admissions one scheduling pass acts on; the rest go to the next pass, at once.")
+@click.option("--usage-sample-seconds", default=60.0, show_default=True, type=click.FloatRange(min=0.1),
+              help="How often every VC's usage is sampled for the dashboard's chart (kept 3 days).")
 def master(host: str, port: int, data_dir: Path | None, database_url: str | None, grace_seconds: float,
            node_timeout: float, vc_config: Path | None, heartbeat: float, max_body_mb: int,
-           fence_grace: float, full_pass_seconds: float, list_processes: int, admissions_per_pass: int) -> None:
+           fence_grace: float, full_pass_seconds: float, list_processes: int, admissions_per_pass: int,
+           usage_sample_seconds: float) -> None:
     """Run the master: REST API, scheduler loop and store."""
     setup_logging("master")
     if vc_config is not None:
@@ -62,7 +65,7 @@ def master(host: str, port: int, data_dir: Path | None, database_url: str | None
         launcher=LauncherConfig(
             grace_seconds=grace_seconds, node_timeout_seconds=node_timeout, heartbeat_seconds=heartbeat,
             fence_grace_seconds=fence_grace, full_pass_seconds=full_pass_seconds,
-            admissions_per_pass=admissions_per_pass,
+            admissions_per_pass=admissions_per_pass, usage_sample_seconds=usage_sample_seconds,
         ),
     )
     try:

@@ -1,4 +1,5 @@
-"""``pai vc simulate FILE``: one scheduling pass over a what-if scenario, printed as JSON."""
+"""``pai vc simulate FILE``: one scheduling pass over a what-if scenario, printed as JSON; ``pai vc replay`` and
+``pai vc replay-gen`` (pai.commands.replay): a whole workload in simulated time."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import click
 import yaml
 
 from pai.cli.vcs import vc_list
+from pai.commands.replay import replay_command, replay_gen_command
 from pai.domain.errors import PaiError
 
 
@@ -18,6 +20,8 @@ def vc() -> None:
 
 
 vc.add_command(vc_list)
+vc.add_command(replay_command)
+vc.add_command(replay_gen_command)
 
 
 @vc.command("simulate")

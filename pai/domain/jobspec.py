@@ -89,6 +89,7 @@ class JobSpec:
     priority_class: str = DEFAULT_PRIORITY_CLASS
     priority: int = PRIORITY_CLASSES[DEFAULT_PRIORITY_CLASS]
     gang: bool = True
+    preemptible: bool = True  # extras.preemptible: false: never a victim of preemption (a right, see preemptible.py)
     storages: tuple[StorageMount, ...] = ()
     # v2 ``secrets`` as submitted (None: the job has none), written to files in every task (OpenPAI's
     # /usr/local/pai/secrets/secrets.yaml); never shown.

@@ -1,4 +1,5 @@
-"""What the scheduler reads from ``extras``: priority class, gang allocation, GPU (SKU) type per role."""
+"""What the scheduler reads from ``extras``: priority class, gang allocation, preemptibility, GPU (SKU) type per
+role."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ class Extras:
     priority_class: str = DEFAULT_PRIORITY_CLASS
     priority: int = PRIORITY_CLASSES[DEFAULT_PRIORITY_CLASS]
     gang: bool = True
+    preemptible: bool = True  # ``preemptible: false`` asks for a right the cluster grants (checked at submission)
     sku_types: dict[str, str] = field(default_factory=dict)  # role name -> GPU type
 
     @classmethod
@@ -42,4 +44,5 @@ class Extras:
             if sku:
                 sku_types[role] = str(sku)
         gang = bool(extras.get("gangAllocation", True))
-        return cls(priority_class, classes[priority_class], gang, sku_types)
+        preemptible = extras.get("preemptible") is not False
+        return cls(priority_class, classes[priority_class], gang, preemptible, sku_types)

@@ -16,8 +16,8 @@ from pai.jobspec.schema import ProtocolVersion
 
 HIVED = "hivedScheduler"
 _EXTRAS = {
-    ProtocolVersion.V1: frozenset({HIVED, "gangAllocation", "submitFrom"}),
-    ProtocolVersion.V2: frozenset({HIVED, "gangAllocation", "submitFrom", "storages", PREFIX}),
+    ProtocolVersion.V1: frozenset({HIVED, "gangAllocation", "preemptible", "submitFrom"}),
+    ProtocolVersion.V2: frozenset({HIVED, "gangAllocation", "preemptible", "submitFrom", "storages", PREFIX}),
 }
 _HIVED_READ = frozenset({"jobPriorityClass", "taskRoles"})
 _HIVED_ROLE_READ = frozenset({"skuType", "gpuType", "skuNum", "skuNumber"})

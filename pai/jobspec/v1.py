@@ -46,6 +46,7 @@ def normalize(config: dict[str, Any], classes: Mapping[str, int] = PRIORITY_CLAS
         priority_class=extras.priority_class,
         priority=extras.priority,
         gang=extras.gang,
+        preemptible=extras.preemptible,
     )
 
 

@@ -47,6 +47,7 @@ def normalize(config: dict[str, Any], classes: Mapping[str, int] = PRIORITY_CLAS
         priority_class=extras.priority_class,
         priority=extras.priority,
         gang=extras.gang,
+        preemptible=extras.preemptible,
         storages=requested_mounts(config.get("extras")),
         secrets=secrets if "secrets" in config else None,
     )

@@ -43,7 +43,7 @@ class Cluster:
 
 
 # The configuration's sections kept in cluster_settings.
-SETTINGS = ("scheduler", "priorityClasses", "limits", "hdfs", "storages", "access")
+SETTINGS = ("scheduler", "priorityClasses", "limits", "hdfs", "storages", "access", "nonPreemptible")
 
 
 def document(stored: list[vcs.StoredVc], settings: dict[str, Any]) -> dict[str, Any]:

@@ -103,6 +103,7 @@ class LauncherLoop:
         self.notify = notify
         self._wake = asyncio.Event()
         self._checked = -math.inf
+        self._sampled = time.monotonic()  # every VC's usage is sampled (Launcher.usage) once an interval has passed
         self.passes = 0
         # agent messages waiting for the writer thread: put on the event loop, taken on the writer thread
         self._waiting: queue.SimpleQueue[tuple[AgentRequest, asyncio.Future[MasterReply]]] = queue.SimpleQueue()
@@ -167,6 +168,15 @@ class LauncherLoop:
             replies = [e] * len(batch)
         return [(done, reply) for (_, done), reply in zip(batch, replies, strict=True)]
 
+    async def _sample(self) -> None:
+        if (now := time.monotonic()) - self._sampled < self.launcher.config.usage_sample_seconds:
+            return
+        self._sampled = now
+        try:
+            await self.store.call(self.launcher.usage.sample)
+        except Exception:  # a chart's sample is not worth a pass
+            log.exception("VC usage sample failed")
+
     async def run(self) -> None:
         while True:
             with contextlib.suppress(TimeoutError):  # asyncio.timeout: wait_for may lose a cancellation (3.11)
@@ -179,6 +189,7 @@ class LauncherLoop:
                     await self.store.call(self.launcher.check_nodes)
                 await self.store.call(self.launcher.schedule_pass)
                 self.passes += 1
+                await self._sample()
                 if self.launcher.scheduling.postponed:  # admissions left for the next pass: run it soon (the
                     self.wake()  # agent messages that came meanwhile go first: the writer thread takes turns)
                 touched = await self.store.call(self.launcher.take_touched)

@@ -8,11 +8,14 @@ and never more than ``MAX_LIMIT`` (past it: InvalidParametersError naming ``limi
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from pai.domain.errors import InvalidParametersError
+from pai.domain.errors import InvalidParametersError, NoVirtualClusterError
 from pai.domain.job import Job
-from pai.store import history, tags
+from pai.domain.states import JobState
+from pai.launcher.cluster import ClusterCache
+from pai.store import history, stats, tags
 from pai.store import jobs as store_jobs
 from pai.store.db import Database
 from pai.store.records import JobEvent, TaskAttempt
@@ -31,8 +34,10 @@ __all__ = [
     "Order",
     "job_attempts",
     "job_config_text",
+    "job_counts",
     "job_detail",
     "list_jobs",
+    "vc_queue",
 ]
 
 
@@ -78,3 +83,28 @@ def job_attempts(db: Database, key: str) -> list[TaskAttempt]:
     """Every task attempt of the job, oldest first. Raises NoJobError."""
     with db.session() as s:
         return history.list_attempts(s, store_jobs.get_job(s, key).id)
+
+
+def job_counts(db: Database, users: tuple[str, ...] | None) -> dict[JobState, int]:
+    """How many jobs (of ``users``; None: everyone's) are in each state: one GROUP BY on an index."""
+    with db.session() as s:
+        return stats.count_by_state(s, users)
+
+
+@dataclass(frozen=True, slots=True)
+class VcQueue:
+    total: int  # every waiting job of the VC
+    jobs: list[Job]  # the first of them in queue order
+
+
+def vc_queue(db: Database, clusters: ClusterCache, vc: str, limit: int) -> VcQueue:
+    """The waiting jobs of ``vc`` in the order the scheduler would admit them (their waiting reasons' positions;
+    those without one, held back or not yet looked at, last, oldest first): the first ``limit`` of them, whole.
+    Raises NoVirtualClusterError."""
+    with db.session() as s:
+        if clusters.get(s).vc_status(vc) is None:
+            raise NoVirtualClusterError(f"virtual cluster {vc} not found")
+        waiting = stats.waiting_in(s, vc)
+        first = sorted(waiting, key=lambda q: (q.position or math.inf, q.submitted_at))[:limit]
+        by_id = {j.id: j for j in store_jobs.get_jobs_by_id(s, [q.job_id for q in first])}
+    return VcQueue(len(waiting), [by_id[q.job_id] for q in first if q.job_id in by_id])

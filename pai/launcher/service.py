@@ -57,6 +57,7 @@ from pai.launcher.snapshot import (
     holds_resources,
     usage_by_node,
 )
+from pai.launcher.usage import SAMPLE_SECONDS, NodeReport, UsageSampler, node_reports
 from pai.protocol.exitcodes import PlatformExit
 from pai.protocol.messages import (
     AgentRequest,
@@ -70,7 +71,7 @@ from pai.protocol.messages import (
     StopTask,
     VolumeMount,
 )
-from pai.store import history
+from pai.store import history, stats
 from pai.store import jobs as store_jobs
 from pai.store import nodes as store_nodes
 from pai.store.db import Database
@@ -101,6 +102,7 @@ class LauncherConfig:
     # after a thousand nodes joined a full queue) leaves the rest to the next pass, soon, so that no transaction
     # holds the writer thread for seconds while agents wait.
     admissions_per_pass: int = 1000
+    usage_sample_seconds: float = SAMPLE_SECONDS  # how often every VC's usage is sampled (the dashboard's chart)
 
     @property
     def fence_window_seconds(self) -> float:
@@ -142,6 +144,7 @@ class Launcher:
         self.directory = Directory(db, clock, self.accounts, self.clusters)
         self.scheduling = Scheduling(self.config.full_pass_seconds)
         self.heartbeats = Heartbeats()
+        self.usage = UsageSampler(db, clock, self.clusters, lambda: self.scheduling.jobs.values())
         self.metrics = LauncherMetrics()
 
     # ---- users' requests ----------------------------------------------------------------------
@@ -153,7 +156,8 @@ class Launcher:
         user = owner.name
         job = Job(id=_new_id(), user=user, spec=spec, submitted_at=now, tasks=initial_tasks(spec))
         with self.db.session() as s:
-            status = self.clusters.get(s).vc_status(spec.virtual_cluster)
+            clu = self.clusters.get(s)
+            status = clu.vc_status(spec.virtual_cluster)
             if status is None:
                 raise NoVirtualClusterError(
                     f"virtualCluster: {spec.virtual_cluster!r} does not exist", field="virtualCluster"
@@ -162,6 +166,8 @@ class Launcher:
                 raise ForbiddenUserError(f"virtualCluster: user {user} is not allowed to do operation in "
                                          f"{spec.virtual_cluster} (it is not a VC of their groups)",
                                          field="virtualCluster")
+            if not spec.preemptible:  # extras.preemptible: false is a right the configuration grants
+                clu.config.non_preemptible.require(user, owner.groups, spec.priority_class, admin=owner.admin)
             if not status.accepts_jobs():
                 raise InvalidParametersError(
                     f"virtualCluster: VC {spec.virtual_cluster!r} is {status.value} and accepts no new jobs",
@@ -249,7 +255,10 @@ class Launcher:
             if job.state.is_terminal():
                 raise InvalidParametersError(f"job {key} is {job.state.value}; its priority no longer matters",
                                              field="value")
-            value = self.clusters.get(s).config.priority(priority_class)
+            config = self.clusters.get(s).config
+            value = config.priority(priority_class)
+            if not job.spec.preemptible:  # the right to stay non-preemptible may come with the class
+                config.non_preemptible.require(by.name, by.groups, priority_class, admin=by.admin)
             job = replace(job, spec=replace(job.spec, priority_class=priority_class, priority=value))
             store_jobs.save_job(s, job)
             self.scheduling.changed(job.id)
@@ -586,7 +595,13 @@ class Launcher:
     def job_counts(self) -> tuple[dict[tuple[str, str], int], dict[str, float], float]:
         """For the metrics: jobs by (state, VC), each VC's oldest waiting submission, and now."""
         with self.db.session() as s:
-            return store_jobs.count_by_state_and_vc(s), store_jobs.oldest_waiting_by_vc(s), self.clock()
+            return stats.count_by_state_and_vc(s), stats.oldest_waiting_by_vc(s), self.clock()
+
+    def node_reports(self) -> list[NodeReport]:
+        """Every node with what is placed on it: its usage and its tasks (the nodes list)."""
+        with self.db.session() as s:
+            nodes = [self._with_pending_beat(n) for n in store_nodes.list_nodes(s)]
+            return node_reports(nodes, store_jobs.active_jobs(s))
 
     def _with_pending_beat(self, node: Node) -> Node:
         beat = self.heartbeats.pending(node.name)

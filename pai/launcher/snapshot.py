@@ -61,7 +61,8 @@ def hold_back(jobs: Iterable[Job], clu: Cluster) -> tuple[set[str], dict[str, Wa
 def as_pending(job: Job) -> PendingJob:
     """A WAITING job as the scheduler sees it."""
     return PendingJob(key=job.key, vc=job.vc, user=job.user, priority=job.spec.priority,
-                      submitted_at=job.submitted_at, tasks=tuple(_request(job, t) for t in job.tasks))
+                      submitted_at=job.submitted_at, tasks=tuple(_request(job, t) for t in job.tasks),
+                      preemptible=job.spec.preemptible)
 
 
 def as_running(job: Job) -> RunningJob | None:
@@ -76,7 +77,7 @@ def as_running(job: Job) -> RunningJob | None:
     return RunningJob(key=job.key, vc=job.vc, user=job.user, priority=job.spec.priority,
                       started_at=job.started_at or job.submitted_at,
                       tasks=tuple((_request(job, t), t.node or "") for t in held),
-                      preempting=preempting, preempted_by=job.preempted_by or "")
+                      preempting=preempting, preempted_by=job.preempted_by or "", preemptible=job.spec.preemptible)
 
 
 def build_snapshot(

@@ -11,10 +11,9 @@ from sqlalchemy.orm import Session
 
 from pai.domain.errors import ConflictVirtualClusterError, InvalidParametersError
 from pai.domain.resources import ZERO, Resources
-from pai.domain.states import JobState
 from pai.launcher import cluster
 from pai.launcher.accounts import Accounts
-from pai.launcher.snapshot import holds_resources
+from pai.launcher.usage import usage_by_vc
 from pai.store import jobs as store_jobs
 from pai.store import nodes as store_nodes
 from pai.store import vcs
@@ -63,23 +62,11 @@ class VcAdmin:
             clu = self.clusters.get(s)
             total = cluster.cluster_total(store_nodes.list_nodes(s))
             quotas = cluster.quotas(clu, total)
-            used = {q.name: ZERO for q in quotas}
-            running = {q.name: 0 for q in quotas}
-            pending = {q.name: 0 for q in quotas}
-            for job in store_jobs.active_jobs(s):
-                if job.vc not in used:
-                    continue
-                if job.state is JobState.WAITING:
-                    pending[job.vc] += 1
-                    continue
-                running[job.vc] += 1
-                for t in job.tasks:
-                    if holds_resources(t):
-                        used[job.vc] = used[job.vc] + job.spec.role(t.role).resources
+            usage = usage_by_vc(store_jobs.active_jobs(s), [q.name for q in quotas])
             status = {q.name: clu.vc_status(q.name) or VcStatus.RUNNING for q in quotas}
             return [
-                VcReport(q, status[q.name], clu.specs.get(q.name, {"name": q.name}), total, used[q.name],
-                         running[q.name], pending[q.name])
+                VcReport(q, status[q.name], clu.specs.get(q.name, {"name": q.name}), total, usage[q.name].used,
+                         usage[q.name].running, usage[q.name].waiting)
                 for q in quotas
             ]
 

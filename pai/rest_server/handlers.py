@@ -45,8 +45,8 @@ async def healthz(request: web.Request) -> web.Response:
 
 async def list_nodes(request: web.Request) -> web.Response:
     await current_user(request)
-    usage = await request.app[STORE].read(request.app[LAUNCHER].node_usage)
-    return web.json_response([node_view(n, used) for n, used in usage])
+    reports = await request.app[STORE].read(request.app[LAUNCHER].node_reports)
+    return web.json_response([node_view(r) for r in reports])
 
 
 async def sku_types(request: web.Request) -> web.Response:

@@ -6,6 +6,8 @@ from aiohttp import web
 
 from pai.rest_server import attempts, authn, groups, jobs, metrics, openapi, storages, submit, users, vcs
 from pai.rest_server import handlers as h
+from pai.rest_server.dashboard import asset, index
+from pai.rest_server.stats import job_counts, usage_history, vc_queue
 
 JOB = "/api/v2/jobs/{key:[^/]+}"  # user~job; another name is answered NoJobError (OpenPAI's VS Code extension asks
 # for /api/v2/jobs/protocolversion/config and takes NoApiError to mean a v1-only cluster)
@@ -87,6 +89,9 @@ _routes: list[web.RouteDef] = [
     web.put(JOB + "/priority", vcs.put_priority),
     web.get("/api/v2/nodes", h.list_nodes),
     web.get("/api/v2/cluster/sku-types", h.sku_types),
+    web.get("/api/v2/cluster/job-counts", job_counts),
+    web.get("/api/v2/virtual-clusters/{vc}/usage-history", usage_history),
+    web.get("/api/v2/virtual-clusters/{vc}/queue", vc_queue),
     web.get("/api/v2/virtual-clusters/{vc}/sku-types", h.sku_types),
     web.get("/api/v2/storages", storages.list_storages),
     web.get("/api/v2/storages/{name}", storages.get_storage),
@@ -104,6 +109,8 @@ _routes: list[web.RouteDef] = [
     web.post("/api/internal/agents/register", h.agent_register),
     web.post("/api/internal/agents/{node}/heartbeat", h.agent_heartbeat),
     web.get("/api/internal/agents/{node}/channel", h.agent_channel),
+    web.get("/", index),  # the dashboard (pai/rest_server/dashboard/static/)
+    web.get("/dashboard/{file:[A-Za-z0-9_.-]+}", asset),
 ]
 
 

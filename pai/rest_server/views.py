@@ -7,9 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from pai.domain.job import Job
-from pai.domain.node import Node
-from pai.domain.resources import Resources
 from pai.domain.states import JobState
+from pai.launcher.usage import NodeReport
 from pai.store.records import JobEvent, TaskAttempt
 from pai.store.summaries import JobSummary
 
@@ -77,7 +76,8 @@ def attempt_view(a: TaskAttempt) -> dict[str, Any]:
     }
 
 
-def node_view(node: Node, used: Resources) -> dict[str, Any]:
+def node_view(report: NodeReport) -> dict[str, Any]:
+    node, used = report.node, report.used
     return {
         "name": node.name,
         "address": node.address,
@@ -91,4 +91,7 @@ def node_view(node: Node, used: Resources) -> dict[str, Any]:
         "problems": list(node.problems),
         "total": node.total.to_dict(),
         "used": used.to_dict(),
+        "usedGpus": report.used_gpus,
+        "tasks": [{"job": t.job, "role": t.role, "taskIndex": t.index, "state": t.state.value, "gpus": list(t.gpus)}
+                  for t in report.tasks],
     }

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any, cast
 
-from sqlalchemy import Select, Table, bindparam, delete, func, insert, select, update
+from sqlalchemy import Select, Table, bindparam, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
@@ -160,18 +160,6 @@ def _kept(s: Session, rows: Sequence[JobRow]) -> Sequence[JobRow]:
     ``save_job`` of one of these jobs then finds its row there instead of querying again."""
     s.info.setdefault("pai.loaded", []).append(rows)
     return rows
-
-
-def count_by_state_and_vc(s: Session) -> dict[tuple[str, str], int]:
-    """How many jobs each (state, VC) holds: one grouped count, for the metrics."""
-    query = select(JobRow.state, JobRow.vc, func.count()).group_by(JobRow.state, JobRow.vc)
-    return {(state, vc): int(n) for state, vc, n in s.execute(query).all()}
-
-
-def oldest_waiting_by_vc(s: Session) -> dict[str, float]:
-    """Each VC's earliest submission among its WAITING jobs (through the index on state and submission)."""
-    query = select(JobRow.vc, func.min(JobRow.submitted_at)).where(JobRow.state == JobState.WAITING.value)
-    return {vc: float(t) for vc, t in s.execute(query.group_by(JobRow.vc)).all()}
 
 
 def active_jobs(s: Session) -> list[Job]:

@@ -225,4 +225,26 @@ class ClusterSettingRow(Base):
     value: Mapped[dict[str, Any] | list[Any]] = mapped_column(JSON())
 
 
+class VcUsageRow(Base):
+    """One sample of a virtual cluster's usage (``pai.launcher.usage``: every minute, kept a few days): what its jobs
+    held, its guarantee and maximum then, and how many of its jobs ran and waited."""
+
+    __tablename__ = "vc_usage_samples"
+    __table_args__ = (Index(None, "at"),)  # the pruning of old samples
+
+    vc: Mapped[str] = mapped_column(primary_key=True)
+    at: Mapped[float] = mapped_column(primary_key=True)
+    gpu: Mapped[int]
+    cpu: Mapped[int]
+    memory_mb: Mapped[int]
+    guaranteed_gpu: Mapped[int]
+    guaranteed_cpu: Mapped[int]
+    guaranteed_memory_mb: Mapped[int]
+    max_gpu: Mapped[int]
+    max_cpu: Mapped[int]
+    max_memory_mb: Mapped[int]
+    running_jobs: Mapped[int]
+    waiting_jobs: Mapped[int]
+
+
 metadata = Base.metadata

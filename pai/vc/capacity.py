@@ -30,6 +30,7 @@ class NodePool:
         self.free_mem = list(self.total_mem) if empty else [v.total.memory_mb - v.used.memory_mb for v in nodes]
         self.free_ports = [1_000_000 if empty else v.free_ports for v in nodes]
         self.tasks_on = [0] * len(nodes)
+        self.pinned = [0] * len(nodes)  # tasks of non-preemptible work on the node (State counts them)
         # The empty pool answers "could this ever fit?": every node, free and open.
         self._schedulable = [True] * len(nodes) if empty else [v.schedulable for v in nodes]
         self.open = list(self._schedulable)

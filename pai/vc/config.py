@@ -13,6 +13,7 @@ from typing import Any
 from pai.domain.errors import InvalidParametersError
 from pai.domain.jobspec import PRIORITY_CLASSES
 from pai.domain.limits import DEFAULT_JOB_LIMITS, JobLimits
+from pai.domain.preemptible import ADMINS_ONLY, NonPreemptibleGrant
 from pai.domain.resources import ZERO, Resources
 from pai.vc.policy import DEFAULT_CONFIG, PreemptionPolicy, Reclaim, SchedulerConfig, WhileBorrowing, WithinVc
 from pai.vc.quota import DEFAULT_VC, resolve_resources, validate_guarantees
@@ -64,6 +65,7 @@ class ClusterConfig:
     scheduler: SchedulerConfig = DEFAULT_CONFIG
     priority_classes: dict[str, int] = field(default_factory=lambda: dict(PRIORITY_CLASSES))
     limits: JobLimits = DEFAULT_JOB_LIMITS
+    non_preemptible: NonPreemptibleGrant = ADMINS_ONLY  # who may submit non-preemptible jobs
 
     def quotas(self, total: Resources) -> tuple[VcQuota, ...]:
         """Absolute quotas for a cluster of ``total``; ``default`` (added when missing) without a guarantee
@@ -101,7 +103,13 @@ def parse_config(doc: Mapping[str, Any]) -> ClusterConfig:
                 f"priority class {name!r} is OpenPAI's ({PRIORITY_CLASSES[name]}) and cannot be redefined",
                 field=f"priorityClasses.{name}")
         classes[name] = int(value)
-    return ClusterConfig(vcs, scheduler_config(doc.get("scheduler", {})), classes, job_limits(doc.get("limits", {})))
+    grant = NonPreemptibleGrant.of(doc.get("nonPreemptible"))
+    unknown = sorted(grant.priority_classes - set(classes))
+    if unknown:
+        raise InvalidParametersError(f"nonPreemptible.priorityClasses: {unknown[0]!r} is not a priority class "
+                                     f"(known: {', '.join(sorted(classes))})", field="nonPreemptible.priorityClasses")
+    return ClusterConfig(vcs, scheduler_config(doc.get("scheduler", {})), classes, job_limits(doc.get("limits", {})),
+                         grant)
 
 
 def job_limits(d: Mapping[str, Any]) -> JobLimits:

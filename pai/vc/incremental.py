@@ -105,7 +105,7 @@ class IncrementalScheduler:
         for job, taken in r.admitted:
             tasks = {(t.role, t.index): t for t in job.tasks}
             placed = tuple((tasks[(t.need.role, t.need.index)], self.state.pool.names[t.node]) for t in taken)
-            started = RunningJob(job.key, job.vc, job.user, job.priority, now, placed)
+            started = RunningJob(job.key, job.vc, job.user, job.priority, now, placed, preemptible=job.preemptible)
             self.state.started(started)
             self._protect(started)
             del self.pending[job.key]

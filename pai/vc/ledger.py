@@ -49,6 +49,10 @@ class VcLedger:
                 and u.cpu - lv.cpu - freed.cpu + request.cpu <= limit.cpu
                 and u.memory_mb - lv.memory_mb - freed.memory_mb + request.memory_mb <= limit.memory_mb)
 
+    def over_guarantee(self, request: Resources, freed: Resources = ZERO) -> Resources:
+        """How far past its guarantee the VC would be with ``request`` once ``freed`` is gone (0 where within)."""
+        return (self.settled - freed + request - self.quota.guaranteed).clamp0()
+
     def above_guarantee_on(self, needed: Resources, freed: Resources = ZERO) -> bool:
         """Above its guarantee on some resource that ``needed`` asks for: may still give something back."""
         u, lv, g = self.used, self.leaving, self.quota.guaranteed

@@ -58,6 +58,11 @@ class PreemptionPolicy:
     within_vc: WithinVc = WithinVc.LOWER_PRIORITY
     while_borrowing: WhileBorrowing = field(default_factory=WhileBorrowing)
 
+    def takes_others(self, reclaim_ok: bool) -> bool:
+        """May a job of this VC preempt other VCs' work at all: by reclaim where it may reclaim, else only while
+        borrowing?"""
+        return self.reclaim is not Reclaim.NEVER if reclaim_ok else self.while_borrowing.enabled
+
 
 @dataclass(frozen=True, slots=True)
 class SchedulerConfig:

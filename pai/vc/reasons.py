@@ -18,6 +18,7 @@ class WaitCode(StrEnum):
     WAITING_FOR_PREEMPTION = "WaitingForPreemption"  # victims are being stopped for it
     PREEMPTION_DEFERRED = "PreemptionDeferred"  # it may preempt, but this pass's preemption budget is used up
     HELD_FOR_RESERVATION = "HeldForReservation"  # nodes that fit are held for a starving gang
+    HELD_BY_NON_PREEMPTIBLE = "HeldByNonPreemptible"  # it would preempt its way in, but that work is non-preemptible
     STRICT_FIFO = "StrictFifo"  # its VC is strict FIFO and an earlier job waits
     UNKNOWN_VC = "UnknownVc"  # the VC does not exist
 

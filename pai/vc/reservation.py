@@ -1,5 +1,9 @@
 """Reservations: a gang that waited long enough holds the nodes it needs against smaller jobs of lower or equal
-priority, so that a steady stream of small jobs cannot starve it."""
+priority, so that a steady stream of small jobs cannot starve it.
+
+A node where non-preemptible work runs is never held: it frees only when that work ends, which may be never, and
+holding it would keep its idle capacity from every smaller job meanwhile (the gang looks elsewhere, or waits
+without holding anything)."""
 
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ def reserve(pool: NodePool, gang: Gang, job: str, priority: int) -> list[int]:
     for i in pool.emptiest(big.gpu_type):
         if room >= len(gpu_needs):
             break
-        if i in pool.held or not pool.matches(i, big.gpu_type, big.selector):
+        if i in pool.held or pool.pinned[i] or not pool.matches(i, big.gpu_type, big.selector):
             continue
         if pool.total_gpu[i] < big.gpu or pool.total_cpu[i] < big.cpu or pool.total_mem[i] < big.mem:
             continue

@@ -15,9 +15,16 @@ from pai.vc.policy import WithinVc
 from pai.vc.preemption import Hold, Plan, Planner, undo_holds
 from pai.vc.reasons import WaitCode, with_position
 from pai.vc.reservation import reserve, unreserve
-from pai.vc.snapshot import Admission, Decision, PendingJob, Preemption, WaitingReason
+from pai.vc.snapshot import Admission, Decision, PendingJob, Preemption, RunningJob, WaitingReason
 from pai.vc.state import State
-from pai.vc.wording import at_max, lending_limited, preemption_message, user_limited, waiting_for_victims
+from pai.vc.wording import (
+    at_max,
+    held_by_non_preemptible,
+    lending_limited,
+    preemption_message,
+    user_limited,
+    waiting_for_victims,
+)
 
 Memo = tuple[object, ...]
 
@@ -58,6 +65,9 @@ class Round:
         # of the same shape and priority are answered from these memos.
         self._no_fit: dict[Memo, WaitingReason] = {}
         self._no_plan: dict[Memo, WaitingReason | None] = {}
+        # searches that found no plan: did a rule refuse non-preemptible work? (if not, it is not what blocks them)
+        self._refused_pinned: dict[Memo, bool] = {}
+        self._blockers: dict[Memo, list[RunningJob]] = {}  # non-preemptible jobs a search would otherwise take
         # failed searches of earlier passes (IncrementalScheduler): read here, kept by the caller
         self.no_plan_kept: dict[Memo, WaitingReason | None] = {} if no_plan is None else no_plan
 
@@ -131,9 +141,11 @@ class Round:
         planned = self._preempt(job, gang, vc)
         if planned is not None:
             return self._wait(job, planned)
+        reason = self._no_fit[(gang.key, job.priority)] if quota_ok else at_max(vc, request)
+        if self.state.index.pinned:
+            reason = self._pinned(job, gang, vc, reason)
         if not quota_ok:
-            return self._wait(job, at_max(vc, request))
-        reason = self._no_fit[(gang.key, job.priority)]
+            return self._wait(job, reason)
         if (borrowing and reason.code == WaitCode.NO_NODE_FITS.value and not always_borrows(job.priority)
                 and self._others_borrow(vc)):
             memo_key = (id(reason), vc.name, vc.used, vc.leaving, request)  # reason: kept in _no_fit
@@ -187,12 +199,16 @@ class Round:
 
     # ---- preemption and reservations -----------------------------------------------------------------------
 
+    def _search_memo(self, job: PendingJob, gang: Gang, vc: VcLedger) -> Memo:
+        """What a victim search depends on besides the pass's state: jobs alike in it share one search."""
+        newer = job.submitted_at if vc.quota.preemption.within_vc is WithinVc.LOWER_OR_NEWER_EQUAL_PRIORITY else 0.0
+        # a job holding a reservation may use its held nodes: its searches are its own
+        return (vc.name, gang.key, job.priority, newer, job.key if job.key in self.reserved else "")
+
     def _preempt(self, job: PendingJob, gang: Gang, vc: VcLedger) -> WaitingReason | None:
         """Plan the job behind victims; the reason it then waits with, or None when no plan is allowed."""
         own = self.planner.own_in_flight(job.key)
-        newer = job.submitted_at if vc.quota.preemption.within_vc is WithinVc.LOWER_OR_NEWER_EQUAL_PRIORITY else 0.0
-        # a job holding a reservation may use its held nodes: its searches are its own
-        memo = (vc.name, gang.key, job.priority, newer, job.key if job.key in self.reserved else "")
+        memo = self._search_memo(job, gang, vc)
         special = bool(own)
         if not special:
             if memo in self._no_plan:
@@ -204,6 +220,7 @@ class Round:
             result = waiting_for_victims(len(own), None) if own else None
             if not special:
                 self._no_plan[memo] = result
+                self._refused_pinned[memo] = self.planner.refused_pinned
             return result
         cost = sum(v.job.request.gpu if self.total.gpu > 0 else v.job.request.cpu for v in plan.new_victims)
         if self.budget is not None and plan.new_victims and self.preempted + cost > self.budget:
@@ -231,6 +248,17 @@ class Round:
             self.preemptions.append(Preemption(v.job.key, job.key, v.rule, preemption_message(v.job, job, v.rule)))
         self.planned[job.key] = to_admission(self.pool, job.key, plan.taken)
         self._drop_reservation(job.key)
+
+    def _pinned(self, job: PendingJob, gang: Gang, vc: VcLedger, reason: WaitingReason) -> WaitingReason:
+        """``reason``, or, when only non-preemptible work keeps the job from preempting its way in, a reason that
+        says so and names that work."""
+        memo = self._search_memo(job, gang, vc)
+        if not self._refused_pinned.get(memo, True):  # unknown for searches of earlier passes: look
+            return reason
+        blockers = self._blockers.get(memo)
+        if blockers is None:
+            blockers = self._blockers[memo] = self.planner.pinned_blockers(job, gang, vc, self.pending_keys)
+        return held_by_non_preemptible(reason, blockers) if blockers else reason
 
     def _reserve_starving(self, queue: list[PendingJob]) -> None:
         limit = self.cfg.max_reservations

@@ -96,7 +96,7 @@ def _running(j: Mapping[str, Any], k: int, classes: ClusterConfig) -> RunningJob
     return RunningJob(key=str(_need(j, "name", where)), vc=str(j.get("vc", "default")), user=str(j.get("user", "")),
                       priority=_priority(j.get("priority", 10), classes, where),
                       started_at=float(j.get("startedAt", 0)), tasks=tasks,
-                      preempting=bool(j.get("preempting", False)))
+                      preempting=bool(j.get("preempting", False)), preemptible=bool(j.get("preemptible", True)))
 
 
 def _pending(j: Mapping[str, Any], k: int, classes: ClusterConfig) -> PendingJob:

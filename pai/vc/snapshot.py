@@ -56,6 +56,7 @@ class PendingJob:
     priority: int
     submitted_at: float
     tasks: tuple[TaskRequest, ...]
+    preemptible: bool = True  # False: once it runs, no rule may preempt it
 
     @property
     def request(self) -> Resources:
@@ -75,6 +76,9 @@ class RunningJob:
     tasks: tuple[tuple[TaskRequest, str], ...]  # (request, node name)
     preempting: bool = False  # already told to stop; its resources are freed when it exits
     preempted_by: str = ""  # key of the pending job it was preempted for, when known
+    # False: never a victim, nor capacity a preemption could free (a job that needs it waits; others may use
+    # what is idle beside it, and no reservation holds its nodes)
+    preemptible: bool = True
 
     @property
     def request(self) -> Resources:

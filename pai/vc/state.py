@@ -13,7 +13,7 @@ from pai.vc.placement import place, release
 from pai.vc.policy import SchedulerConfig
 from pai.vc.quota import cluster_total, effective_quotas
 from pai.vc.snapshot import PendingJob, RunningJob, Snapshot, TaskRequest, WaitingReason
-from pai.vc.victims import VictimIndex
+from pai.vc.victims import VictimIndex, pinned
 
 UNLIMITED = Resources(10**15, 10**15, 10**18)
 
@@ -83,17 +83,28 @@ class State:
             if exclusive:
                 self.pool.close(i)
                 self.exclusive_tasks[i] = self.exclusive_tasks.get(i, 0) + 1
+        if not job.preemptible:
+            self._pin(job, 1)
         vc = self.vcs.get(job.vc)
         if vc is not None:
             vc.add(job.user, job.request)
             if job.preempting:
                 vc.mark_leaving(job.request)
 
+    def _pin(self, job: RunningJob, step: int) -> None:
+        """Count (step 1) or uncount (-1) the tasks of non-preemptible work on their nodes."""
+        if pinned(job):
+            for _, node in job.tasks:
+                i = self.pool.index.get(node)
+                if i is not None:
+                    self.pool.pinned[i] += step
+
     # ---- changes between passes (IncrementalScheduler) ------------------------------------------------------
 
     def started(self, job: RunningJob) -> None:
         """A job admitted by a pass now runs: its capacity and VC usage were already taken by the pass."""
         self.index.add(job)
+        self._pin(job, 1)
         if self.exclusive(job):
             for _, node in job.tasks:
                 i = self.pool.index[node]
@@ -106,19 +117,25 @@ class State:
 
     def replaced(self, job: RunningJob) -> None:
         """A running job's record changed (its start time, say), not what it holds nor whether it is leaving."""
-        self.index.remove(job.key)
-        self.index.add(job)
+        self._reindex(job)
 
     def preempting(self, job: RunningJob) -> None:
         """A victim chosen by a pass is being stopped (its VC already counts it as leaving)."""
-        self.index.remove(job.key)
+        self._reindex(job)
+
+    def _reindex(self, job: RunningJob) -> None:
+        old = self.index.remove(job.key)
+        if old is not None:
+            self._pin(old, -1)
         self.index.add(job)
+        self._pin(job, 1)
 
     def finished(self, key: str) -> RunningJob | None:
         """A running job exited: its capacity and VC usage are free."""
         job = self.index.remove(key)
         if job is None:
             return None
+        self._pin(job, -1)
         exclusive = self.exclusive(job)
         for task, node in job.tasks:
             i = self.pool.index.get(node)

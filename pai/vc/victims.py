@@ -8,6 +8,7 @@ from __future__ import annotations
 from bisect import insort
 from collections.abc import Iterable
 
+from pai.vc.order import always_borrows
 from pai.vc.snapshot import RunningJob
 
 # a job's share of one node: (job, gpu, cpu, memory, tasks)
@@ -17,6 +18,11 @@ OnNode = tuple[RunningJob, int, int, int, int]
 def victim_order(job: RunningJob) -> tuple[int, float, str]:
     """Lower priority first, then most recently started first."""
     return (job.priority, -job.started_at, job.key)
+
+
+def pinned(job: RunningJob) -> bool:
+    """Non-preemptible and not leaving: it holds its capacity until it ends."""
+    return not job.preemptible and not job.preempting
 
 
 def _node_order(job: RunningJob) -> tuple[bool, int, float, str]:
@@ -33,9 +39,12 @@ class VictimIndex:
         self.jobs = {r.key: r for r in running}
         self.node_index = node_index
         self.preempted_for: dict[str, list[RunningJob]] = {}
+        self.pinned = 0  # non-preemptible jobs that are not leaving: when 0, no search need say they hold anything
+        self.oppo: dict[str, int] = {}  # VC -> its oppo jobs that are not leaving (work that always borrows)
         for r in self.jobs.values():
             if r.preempting:  # by the job it was stopped for; "" when not known
                 self.preempted_for.setdefault(r.preempted_by, []).append(r)
+            self._count(r, 1)
         self._by_vc: dict[str, list[RunningJob]] | None = None
         self._on_node: dict[int, list[OnNode]] | None = None
 
@@ -80,8 +89,17 @@ class VictimIndex:
 
     # ---- changes -------------------------------------------------------------------------------------------
 
+    def _count(self, job: RunningJob, step: int) -> None:
+        if job.preempting:
+            return
+        if not job.preemptible:
+            self.pinned += step
+        if always_borrows(job.priority):
+            self.oppo[job.vc] = self.oppo.get(job.vc, 0) + step
+
     def add(self, job: RunningJob) -> None:
         self.jobs[job.key] = job
+        self._count(job, 1)
         if job.preempting:
             self.preempted_for.setdefault(job.preempted_by, []).append(job)
         if self._by_vc is not None and not job.preempting:
@@ -94,6 +112,7 @@ class VictimIndex:
         job = self.jobs.pop(key, None)
         if job is None:
             return None
+        self._count(job, -1)
         if job.preempting:
             mine = self.preempted_for.get(job.preempted_by, [])
             self.preempted_for[job.preempted_by] = [r for r in mine if r.key != key]

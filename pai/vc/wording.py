@@ -49,6 +49,15 @@ def waiting_for_victims(count: int, planned: Admission | None) -> WaitingReason:
     return WaitCode.WAITING_FOR_PREEMPTION.reason(f"will start when {count} preempted {jobs}", **figures)
 
 
+def held_by_non_preemptible(reason: WaitingReason, jobs: list[RunningJob]) -> WaitingReason:
+    """``reason`` (why the job does not fit) said as what it is: non-preemptible work holds the capacity."""
+    shown = [f"{j.key} on {', '.join(sorted({n for _, n in j.tasks}))}" for j in jobs[:3]]
+    more = f" and {len(jobs) - 3} more" if len(jobs) > 3 else ""
+    return WaitCode.HELD_BY_NON_PREEMPTIBLE.reason(
+        f"non-preemptible work holds the capacity it needs ({'; '.join(shown)}{more}); {reason.message}",
+        **{**reason.figures, "nonPreemptible": [j.key for j in jobs], "underlyingCode": reason.code})
+
+
 def preemption_message(victim: RunningJob, job: PendingJob, rule: str) -> str:
     if rule == RECLAIM:
         return (f"VC `{job.vc}` reclaims its guarantee from VC `{victim.vc}`, which is above its own, "

@@ -87,6 +87,8 @@ def test_completion_thresholds(role_fields: dict[str, Any], expected: tuple[int 
         pytest.param({"extras": {"hivedScheduler": {"jobPriorityClass": "oppo"}}}, "priority", -1, id="oppo"),
         pytest.param({}, "gang", True, id="gang allocation by default"),
         pytest.param({"extras": {"gangAllocation": False}}, "gang", False, id="gangAllocation false"),
+        pytest.param({}, "preemptible", True, id="preemptible by default"),
+        pytest.param({"extras": {"preemptible": False}}, "preemptible", False, id="non-preemptible"),
         pytest.param({"jobEnvs": {"OFF": False, "N": 0}}, "job_envs", {"OFF": "false", "N": "0"}, id="envs"),
         pytest.param({"codeDir": "hdfs://nn:9000/code"}, "code_dir", "hdfs://nn:9000/code", id="codeDir"),
     ],

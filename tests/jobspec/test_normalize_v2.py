@@ -190,6 +190,8 @@ def test_deployment_wraps_only_when_chosen_by_defaults() -> None:
         pytest.param("extras", {"hivedScheduler": {"jobPriorityClass": "oppo"}}, "priority", -1, id="oppo"),
         pytest.param("extras", {"gangAllocation": False}, "gang", False, id="no gang"),
         pytest.param("extras", {"submitFrom": "vscode"}, "gang", True, id="gang by default"),
+        pytest.param("extras", {"preemptible": False}, "preemptible", False, id="non-preemptible"),
+        pytest.param("extras", {}, "preemptible", True, id="preemptible by default"),
     ],
 )
 def test_job_level_fields(field: str, value: Any, attribute: str, expected: object) -> None:

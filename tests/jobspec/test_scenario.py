@@ -39,6 +39,8 @@ def test_the_documented_scenario_is_valid() -> None:
                      "vcs[0].guaranteed.gpu", "", id="vc-checked-as-in-the-configuration"),
         pytest.param({"nodes": [NODE], "priorityClasses": {"urgent": "high"}}, "priorityClasses.urgent",
                      "is not of type integer", id="priority-class-not-a-number"),
+        pytest.param({"nodes": [NODE], "running": [{"name": "r", "preemptible": "no", "tasks": [{"node": "n1"}]}]},
+                     "running[0].preemptible", "is not of type boolean", id="preemptible-not-a-boolean"),
     ],
 )
 def test_invalid_scenarios_name_the_field_and_the_rule(scenario: dict[str, Any], field: str, rule: str) -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from pai.domain.errors import InvalidProtocolError, NoJobError
+from pai.domain.errors import ForbiddenUserError, InvalidProtocolError, NoJobError
 from pai.domain.jobspec import JobSpec, SpecWarning, TaskRoleSpec
 from pai.domain.node import NodeState
 from pai.domain.resources import Resources
@@ -14,6 +16,7 @@ from pai.protocol import ContainerReport, ContainerStatus
 from pai.protocol.messages import HeartbeatRequest, NodeInfo, RegisterRequest, StartTask
 from pai.store import history, jobs, nodes
 from pai.store.db import Database
+from pai.store.records import User
 from tests.launcher.builders import Clock, user
 
 
@@ -207,3 +210,48 @@ def test_warnings_of_the_spec_are_events_of_the_job(db: Database) -> None:
     assert events == [("submitted", "submitted by alice to VC default", {}),
                       ("warning", "extras.gangAllocation: false is not honoured",
                        {"field": "extras.gangAllocation", "message": "false is not honoured"})]
+
+
+def _gpu_spec(name: str, gpu: int, *, priority: int = 10, preemptible: bool = True) -> JobSpec:
+    return JobSpec(name=name, task_roles=(TaskRoleSpec("w", 1, "sleep 600", Resources(gpu, 1, 256)),),
+                   image="busybox", priority=priority, preemptible=preemptible)
+
+
+def test_a_stored_non_preemptible_job_is_not_preempted_and_the_waiting_job_says_why(db: Database) -> None:
+    clock = Clock(1000.0)
+    with db.session() as s:
+        cluster.apply_file(s, {"nonPreemptible": {"users": ["alice"]}}, 1.0)
+    launcher = Launcher(db, LauncherConfig(), clock=clock)
+    launcher.register(RegisterRequest(NodeInfo("n1", "127.0.0.5", Resources(8, 16, 65536))))
+    launcher.submit(user("alice"), _gpu_spec("svc", 1, preemptible=False), "{}")
+    assert [a.job for a in launcher.schedule_pass().admissions] == ["alice~svc"]
+    launcher.submit(user("bob"), _gpu_spec("big", 8, priority=100), "{}")
+    launcher.submit(user("bob"), _gpu_spec("small", 4), "{}")
+    clock.now = 1001.0
+    decision = launcher.schedule_pass(full=True)
+    assert decision.preemptions == ()
+    assert [a.job for a in decision.admissions] == ["bob~small"]
+    assert decision.waiting["bob~big"].code == "HeldByNonPreemptible"
+    assert "alice~svc on n1" in decision.waiting["bob~big"].message
+
+
+def test_a_non_preemptible_job_without_the_right_is_refused_and_nothing_stored(db: Database) -> None:
+    launcher = Launcher(db, LauncherConfig(), clock=Clock(1000.0))
+    with pytest.raises(ForbiddenUserError) as caught:
+        launcher.submit(user("bob"), _gpu_spec("svc", 1, preemptible=False), "{}")
+    assert caught.value.field == "extras.preemptible"
+    assert caught.value.message == ("extras.preemptible: user bob may not submit a non-preemptible job of priority "
+                                    "class 'test' (the cluster's nonPreemptible allows admins)")
+    with db.session() as s, pytest.raises(NoJobError):
+        jobs.get_job(s, "bob~svc")
+
+
+def test_the_right_may_come_with_the_priority_class_and_goes_with_it(db: Database) -> None:
+    with db.session() as s:
+        cluster.apply_file(s, {"nonPreemptible": {"priorityClasses": ["prod"]}}, 1.0)
+    launcher = Launcher(db, LauncherConfig(), clock=Clock(1000.0))
+    spec = replace(_gpu_spec("svc", 1, priority=100, preemptible=False), priority_class="prod")
+    job = launcher.submit(user("bob"), spec, "{}")
+    with pytest.raises(ForbiddenUserError):
+        launcher.set_priority(job.key, "test", user("bob"))
+    assert launcher.set_priority(job.key, "test", User("root", admin=True)).spec.priority_class == "test"

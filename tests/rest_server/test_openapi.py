@@ -514,6 +514,15 @@ def _cluster() -> Iterator[Case]:
     yield case("GET /api/v2/virtual-clusters/{vc}/sku-types", 200, "/api/v2/virtual-clusters/default/sku-types")
     yield case("GET /api/v2/virtual-clusters/{vc}/sku-types", 404, "/api/v2/virtual-clusters/nope/sku-types",
                "NoVirtualClusterError")
+    yield case("GET /api/v2/cluster/job-counts", 200, setup=("job",))
+    history = "GET /api/v2/virtual-clusters/{vc}/usage-history"
+    yield case(history, 200, "/api/v2/virtual-clusters/default/usage-history?hours=2")
+    yield case(history, 400, "/api/v2/virtual-clusters/default/usage-history?hours=0", "InvalidParametersError")
+    yield case(history, 404, "/api/v2/virtual-clusters/nope/usage-history", "NoVirtualClusterError")
+    queue = "GET /api/v2/virtual-clusters/{vc}/queue"
+    yield case(queue, 200, "/api/v2/virtual-clusters/default/queue?limit=5", setup=("job",))
+    yield case(queue, 400, "/api/v2/virtual-clusters/default/queue?limit=1001", "InvalidParametersError")
+    yield case(queue, 404, "/api/v2/virtual-clusters/nope/queue", "NoVirtualClusterError")
     yield case("GET /api/v2/storages", 200, setup=("storage",))
     yield case("GET /api/v2/storages/{name}", 200, "/api/v2/storages/data", setup=("storage",))
     yield case("GET /api/v2/storages/{name}", 404, "/api/v2/storages/nope", "NoStorageError")

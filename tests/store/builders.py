@@ -67,6 +67,7 @@ def full_spec() -> JobSpec:
         priority_class="prod",
         priority=100,
         gang=False,
+        preemptible=False,
         storages=(StorageMount("data", "/data", "extras.storages[0]", "/nfs/data", True),
                   StorageMount("home", "/mnt/home", "extras.storages[1]", "/nfs/home")),
         secrets={"token": "t0k", "nested": {"list": [1, True, None]}},

@@ -122,3 +122,17 @@ def test_unknown_priority_class() -> None:
 def test_schema_refuses(doc: dict[str, Any], fragment: str) -> None:
     errors = schema_errors(doc)
     assert any(fragment in e for e in errors), errors
+
+
+def test_non_preemptible_grants_are_read_and_their_classes_checked() -> None:
+    doc = {"priorityClasses": {"urgent": 1000}, "nonPreemptible": {"priorityClasses": ["urgent", "prod"],
+                                                                   "users": ["alice"], "groups": ["ops"]}}
+    assert schema_errors(doc) == []
+    grant = parse_config(doc).non_preemptible
+    assert (grant.priority_classes, grant.users, grant.groups) == ({"urgent", "prod"}, {"alice"}, {"ops"})
+    assert parse_config({}).non_preemptible.describe() == "admins"
+    with pytest.raises(InvalidParametersError) as caught:
+        parse_config({"nonPreemptible": {"priorityClasses": ["gold"]}})
+    assert caught.value.field == "nonPreemptible.priorityClasses"
+    assert caught.value.message.startswith("nonPreemptible.priorityClasses: 'gold' is not a priority class")
+    assert schema_errors({"nonPreemptible": {"users": "alice"}}) == ["'alice' is not of type 'array'"]

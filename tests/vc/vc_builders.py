@@ -41,19 +41,25 @@ def tasks(gpu: int = 1, instances: int = 1, cpu: int = 1, mem: int = 1024, role:
 
 def job(key: str, gpu: int = 1, *, instances: int = 1, cpu: int = 1, mem: int = 1024, vc: str = "default",
         user: str = "alice", priority: int = 10, at: float = 0.0, gpu_type: str | None = None, ports: int = 2,
-        selector: dict[str, str] | None = None, roles: tuple[TaskRequest, ...] | None = None) -> PendingJob:
+        selector: dict[str, str] | None = None, roles: tuple[TaskRequest, ...] | None = None,
+        preemptible: bool = True) -> PendingJob:
     ts = roles if roles is not None else tasks(gpu, instances, cpu, mem, gpu_type=gpu_type, ports=ports,
                                                 selector=selector)
-    return PendingJob(key=key, vc=vc, user=user, priority=priority, submitted_at=at, tasks=ts)
+    return PendingJob(key=key, vc=vc, user=user, priority=priority, submitted_at=at, tasks=ts, preemptible=preemptible)
 
 
 def running(key: str, on: str | list[str], gpu: int = 1, *, cpu: int = 1, mem: int = 1024, vc: str = "default",
             user: str = "bob", priority: int = 10, started: float = 0.0, preempting: bool = False,
-            preempted_by: str = "") -> RunningJob:
+            preempted_by: str = "", preemptible: bool = True) -> RunningJob:
     where = [on] if isinstance(on, str) else on
     ts = tuple((TaskRequest("main", i, Resources(gpu, cpu, mem)), n) for i, n in enumerate(where))
     return RunningJob(key=key, vc=vc, user=user, priority=priority, started_at=started, tasks=ts,
-                      preempting=preempting, preempted_by=preempted_by)
+                      preempting=preempting, preempted_by=preempted_by, preemptible=preemptible)
+
+
+def pinned(key: str, on: str | list[str], gpu: int = 1, **kw: Any) -> RunningJob:
+    """A running job that is not preemptible (``extras.preemptible: false``)."""
+    return running(key, on, gpu, preemptible=False, **kw)
 
 
 def vc(name: str, guaranteed: Amount = 0, max: Amount = None, *, lending: Amount = None,

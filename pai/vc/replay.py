@@ -1,0 +1,223 @@
+"""Trace replay: a workload through the production scheduling path, in simulated time.
+
+The launcher keeps one ``IncrementalScheduler`` between passes and runs a full pass every
+``FULL_PASS_SECONDS`` (60 s); the replay does the same. Time moves from event to event (a heap of arrivals,
+completions and the exits of preempted jobs); the events of one instant are applied together and followed by one
+pass; while jobs wait, a full pass also runs every ``full_pass_seconds`` without an event, as the launcher's
+(reservations and minimum run times depend on the clock). A pass's decision is carried out at once: admitted
+jobs start and finish ``duration`` later; a preempted job keeps its resources for the grace period, then exits
+and is requeued as the launcher requeues it: waiting again with its original submission time, restarting
+from scratch (its finished work is lost). The replay ends when nothing more can happen, or at ``until``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from dataclasses import dataclass, field, replace
+
+from pai.domain.errors import InvalidParametersError
+from pai.domain.resources import Resources
+from pai.vc.config import ClusterConfig
+from pai.vc.incremental import IncrementalScheduler
+from pai.vc.quota import cluster_total
+from pai.vc.replay_log import Attempt, JobOutcome, ReplayLog
+from pai.vc.snapshot import Decision, NodeView, PendingJob, RunningJob, Snapshot
+from pai.vc.trace import TraceJob
+
+FULL_PASS_SECONDS = 60.0  # pai.launcher.scheduling.FULL_PASS_SECONDS
+GRACE_SECONDS = 10.0  # the launcher's default grace between SIGTERM and kill
+
+_ARRIVE, _FINISH, _EXIT = 0, 1, 2
+
+
+@dataclass(frozen=True, slots=True)
+class LiveJob:
+    """A job already running when the replay starts (read from a master): it finishes ``remaining`` seconds in;
+    preempted, it waits again and then runs ``duration``. ``stopping``: being stopped, it exits after the grace
+    period and is not requeued."""
+
+    job: RunningJob
+    submitted_at: float
+    remaining: float
+    duration: float
+    stopping: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    nodes: tuple[NodeView, ...]
+    jobs: tuple[TraceJob, ...]  # jobs submitted before ``start`` wait when it begins
+    config: ClusterConfig = field(default_factory=ClusterConfig)
+    running: tuple[LiveJob, ...] = ()
+    start: float = 0.0
+    until: float | None = None
+    grace_seconds: float = GRACE_SECONDS
+    full_pass_seconds: float = FULL_PASS_SECONDS
+
+    def __post_init__(self) -> None:
+        if not self.full_pass_seconds > 0 or not self.grace_seconds >= 0:
+            raise InvalidParametersError("the full-pass period must be positive and the grace period at least 0")
+
+
+@dataclass(slots=True)
+class _Run:
+    job: PendingJob  # what is (re)submitted
+    duration: float
+    gpus: int
+    live: bool = False
+    requeue: bool = True
+    attempt: int = 0
+    running_since: float | None = None
+    leaving: bool = False
+    first_start: float | None = None
+    completed_at: float | None = None
+    preemptions: int = 0
+
+
+def replay(setup: Setup) -> ReplayLog:
+    """Run the workload of ``setup`` through the scheduler; see the module's docstring."""
+    return _Replay(setup).run()
+
+
+class _Replay:
+    def __init__(self, s: Setup) -> None:
+        self.s = s
+        self.heap: list[tuple[float, int, int, str, int]] = []
+        self.runs: dict[str, _Run] = {}
+        self.attempts: list[Attempt] = []
+        self.preemptions = self.passes = self.full_passes = 0
+        self.last: Decision = Decision()
+        self.last_event = s.start
+        self._seq = itertools.count()
+        for live in s.running:
+            self._add_live(live)
+        for job in s.jobs:
+            if s.until is not None and job.submitted_at > s.until:
+                continue
+            if job.name in self.runs:
+                raise InvalidParametersError(f"job {job.name!r} is listed twice", field="jobs")
+            pending = PendingJob(key=job.name, vc=job.vc, user=job.user, priority=self._priority(job),
+                                 submitted_at=job.submitted_at, tasks=job.tasks, preemptible=job.preemptible)
+            self.runs[job.name] = _Run(pending, job.duration, job.gpus)
+            self._push(max(job.submitted_at, s.start), _ARRIVE, job.name, 0)
+        total = cluster_total(s.nodes)
+        self.capacity = total.gpu
+        self.vcs = s.config.quotas(total)
+        self.inc = IncrementalScheduler(Snapshot(now=s.start, nodes=_with_usage(s.nodes, s.running), vcs=self.vcs,
+                                                 running=tuple(live.job for live in s.running),
+                                                 config=s.config.scheduler))
+
+    def _priority(self, job: TraceJob) -> int:
+        if isinstance(job.priority, int):
+            return job.priority
+        try:
+            return self.s.config.priority(job.priority)
+        except InvalidParametersError as e:
+            raise InvalidParametersError(f"job {job.name}: {e.message}", field="priority") from None
+
+    def _add_live(self, live: LiveJob) -> None:
+        j = live.job
+        pending = PendingJob(key=j.key, vc=j.vc, user=j.user, priority=j.priority, submitted_at=live.submitted_at,
+                             tasks=tuple(t for t, _ in j.tasks), preemptible=j.preemptible)
+        run = _Run(pending, live.duration, j.request.gpu, live=True, requeue=not live.stopping,
+                   running_since=self.s.start, first_start=j.started_at, leaving=live.stopping)
+        self.runs[j.key] = run
+        self._push(self.s.start + (min(self.s.grace_seconds, live.remaining) if live.stopping else live.remaining),
+                   _FINISH, j.key, 0)
+
+    def _push(self, at: float, kind: int, key: str, attempt: int) -> None:
+        heapq.heappush(self.heap, (at, next(self._seq), kind, key, attempt))
+
+    def run(self) -> ReplayLog:
+        s, now = self.s, self.s.start
+        last_full, last_was_full = -math.inf, False
+        until = math.inf if s.until is None else s.until
+        while True:
+            at = self.heap[0][0] if self.heap else math.inf
+            if self.inc.pending and (self.heap or not last_was_full):
+                at = min(at, max(last_full + s.full_pass_seconds, now))  # the launcher's periodic full pass
+            if at == math.inf or at > until:
+                break
+            now = at
+            while self.heap and self.heap[0][0] <= now:
+                _, _, kind, key, attempt = heapq.heappop(self.heap)
+                self._event(now, kind, key, attempt)
+            full = now - last_full >= s.full_pass_seconds
+            self._carry_out(now, self.inc.schedule(now, full=full))
+            self.passes += 1
+            last_was_full = full
+            if full:
+                last_full = now
+                self.full_passes += 1
+        end = until if s.until is not None else self.last_event
+        for run in self.runs.values():
+            if run.running_since is not None:
+                self.attempts.append(Attempt(run.gpus, run.running_since, end))
+        return ReplayLog(tuple(self._outcome(k, r) for k, r in self.runs.items()), tuple(self.attempts),
+                         tuple(q.name for q in self.vcs), s.start, end, self.capacity, self.preemptions,
+                         self.passes, self.full_passes)
+
+    def _event(self, now: float, kind: int, key: str, attempt: int) -> None:
+        run = self.runs[key]
+        if kind == _ARRIVE:
+            self.last_event = now
+            self.inc.submit(run.job)
+            return
+        if run.attempt != attempt or run.running_since is None:
+            return  # an attempt that already ended (it finished before its preemption took effect)
+        self.last_event = now
+        preempted = kind == _EXIT
+        self.attempts.append(Attempt(run.gpus, run.running_since, now, preempted))
+        run.running_since = None
+        self.inc.finished(key)
+        if not run.requeue:  # a live job that was being stopped: gone
+            return
+        if not preempted:
+            run.completed_at = now
+            return
+        run.attempt += 1  # preempted: requeued as the launcher does, with its original submission time
+        run.leaving = False
+        self.inc.submit(run.job)
+
+    def _carry_out(self, now: float, d: Decision) -> None:
+        self.last = d
+        for a in d.admissions:
+            run = self.runs[a.job]
+            run.running_since = now
+            if run.first_start is None:
+                run.first_start = now
+            self._push(now + run.duration, _FINISH, a.job, run.attempt)
+        for p in d.preemptions:
+            run = self.runs[p.victim]
+            if run.leaving or run.running_since is None:
+                continue
+            run.leaving = True
+            run.preemptions += 1
+            self.preemptions += 1
+            self._push(now + self.s.grace_seconds, _EXIT, p.victim, run.attempt)
+
+    def _outcome(self, key: str, run: _Run) -> JobOutcome:
+        waiting = self.last.waiting.get(key)
+        if run.completed_at is not None or not run.requeue:
+            reason = ""
+        elif run.running_since is not None:
+            reason = "Running"
+        else:
+            reason = waiting.code if waiting is not None else "Queued"
+        job = run.job
+        return JobOutcome(key, job.vc, run.gpus, job.submitted_at, run.duration, run.first_start, run.completed_at,
+                          run.preemptions, reason, live=run.live)
+
+
+def _with_usage(nodes: tuple[NodeView, ...], running: tuple[LiveJob, ...]) -> tuple[NodeView, ...]:
+    """The nodes with what the live running jobs hold on them (as the launcher's snapshot has it)."""
+    used: dict[str, Resources] = {}
+    for live in running:
+        for t, node in live.job.tasks:
+            used[node] = used.get(node, Resources()) + t.resources
+    unknown = sorted(set(used) - {n.name for n in nodes})
+    if unknown:
+        raise InvalidParametersError(f"running tasks on unknown nodes: {', '.join(unknown)}", field="running")
+    return tuple(replace(n, used=n.used + used[n.name]) if n.name in used else n for n in nodes)
