@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import click
-import yaml
 
 from pai.cli.command import ClientCommand, connect
+from pai.commands.yamlfile import read_mapping
 from pai.domain.errors import PaiError
 from pai.vc.config import ClusterConfig, parse_config
 from pai.vc.replay import FULL_PASS_SECONDS, GRACE_SECONDS, LiveJob, Setup, replay
@@ -34,12 +34,7 @@ def load_configuration(path: Path) -> Configuration:
     list (the trace header's form) that replaces the trace's nodes for this configuration."""
     from pai.jobspec.vcconfig import validate_cluster_config  # only when a replay runs
 
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as e:
-        raise click.ClickException(f"{path}: not valid YAML: {e}") from None
-    if not isinstance(doc, dict):
-        raise click.ClickException(f"{path}: not a cluster configuration: expected a mapping")
+    doc = read_mapping(path, "a cluster configuration")
     try:
         nodes = parse_nodes(doc.pop("nodes"), "nodes") if "nodes" in doc else ()
         return Configuration(path.name, parse_config(validate_cluster_config(doc)), nodes)

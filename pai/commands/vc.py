@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 import click
-import yaml
 
 from pai.cli.vcs import vc_list
 from pai.commands.replay import replay_command, replay_gen_command
+from pai.commands.yamlfile import read_mapping
 from pai.domain.errors import PaiError
 
 
@@ -28,12 +28,7 @@ vc.add_command(replay_gen_command)
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 def simulate_command(file: Path) -> None:
     """Run one scheduling pass over the scenario in FILE (YAML or JSON) and print the decision."""
-    try:
-        scenario = yaml.safe_load(file.read_text())
-    except yaml.YAMLError as e:
-        raise click.ClickException(f"{file}: not valid YAML/JSON: {e}") from None
-    if not isinstance(scenario, dict):
-        raise click.ClickException(f"{file}: not a scenario: expected a mapping with nodes, vcs, running, pending")
+    scenario = read_mapping(file, "a scenario with nodes, vcs, running, pending")
     from pai.jobspec.vcconfig import validate_scenario  # imported only when a simulation runs
     from pai.vc.simulate import simulate
 

@@ -166,6 +166,12 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_preemption(case: Case) -> None:
+    check(case)
+
+
+def check(case: Case) -> None:
+    """The case's decision: its victims, planned placements, waiting codes and admissions (also for
+    tests/vc/test_combined_preemption.py)."""
     d = schedule(case.snapshot)
     assert victims(d) == case.victims
     assert {k: {f"{p.role}-{p.index}": p.node for p in a.placements} for k, a in d.planned.items()} == case.planned
