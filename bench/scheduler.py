@@ -11,6 +11,10 @@ Definitions
   incremental    IncrementalScheduler.schedule() after one event (a 1-GPU job or a gang arrives, a job finishes)
   preemption     one Planner.plan call (victim choice for one job) in a pass where half the VCs reclaim
   peak memory    tracemalloc peak of one full pass; the process's maximum resident set size
+
+Each throughput and pass figure is given in wall time and in this process's CPU time (``time.process_time``):
+the machines these run on are shared, and CPU time is what the scheduler itself spent. Goals (issue 13): 40,000
+placements/s (YARN's published figure) and a full pass over 10,000 pending in at most 250 ms.
 """
 
 from __future__ import annotations
@@ -124,25 +128,26 @@ def reclaim() -> Cluster:
     return c
 
 
-def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
-    t = time.perf_counter()
+def timed(fn: Callable[[], Any]) -> tuple[float, float, Any]:
+    """(wall seconds, CPU seconds of this process, result)."""
+    t, c = time.perf_counter(), time.process_time()
     out = fn()
-    return time.perf_counter() - t, out
+    return time.perf_counter() - t, time.process_time() - c, out
 
 
-def throughput(c: Cluster, repeat: int) -> tuple[float, int]:
-    """(seconds of the best pass, admissions), snapshot indexing excluded."""
+def throughput(c: Cluster, repeat: int) -> tuple[float, float, int]:
+    """(wall and CPU seconds of the best pass, admissions), snapshot indexing excluded."""
     snap = c.snapshot()
-    best, admitted = float("inf"), 0
+    best, best_cpu, admitted = float("inf"), float("inf"), 0
     for _ in range(repeat):
         state = State(snap)
-        seconds, d = timed(lambda state=state: Round(state, snap.pending, snap.now).run())  # type: ignore[misc]
-        best, admitted = min(best, seconds), len(d.admissions)
-    return best, admitted
+        wall, cpu, d = timed(lambda state=state: Round(state, snap.pending, snap.now).run())  # type: ignore[misc]
+        best, best_cpu, admitted = min(best, wall), min(best_cpu, cpu), len(d.admissions)
+    return best, best_cpu, admitted
 
 
-def incremental(c: Cluster, events: int) -> dict[str, list[float]]:
-    """Pass latency after each kind of event, on the mixed cluster after a first full pass."""
+def incremental(c: Cluster, events: int) -> dict[str, list[tuple[float, float]]]:
+    """Pass latency (wall, CPU) after each kind of event, on the mixed cluster after a first full pass."""
     snap = c.snapshot()
     inc = IncrementalScheduler(snap)
     inc.schedule(snap.now)
@@ -150,7 +155,7 @@ def incremental(c: Cluster, events: int) -> dict[str, list[float]]:
     # would after loading its state, so that a pass does not pay for tracing it.
     gc.collect()
     gc.freeze()
-    out: dict[str, list[float]] = {"job finishes": [], "1-GPU job arrives": [], "gang arrives": []}
+    out: dict[str, list[tuple[float, float]]] = {"job finishes": [], "1-GPU job arrives": [], "gang arrives": []}
     now = snap.now
     for k in range(events):
         for event in out:
@@ -160,9 +165,8 @@ def incremental(c: Cluster, events: int) -> dict[str, list[float]]:
                 inc.finished(running[(k * 7919) % len(running)])
             else:
                 inc.submit(replace(c.submit(gang=event == "gang arrives"), submitted_at=now))
-            t = time.perf_counter()
-            inc.schedule(now)
-            out[event].append(time.perf_counter() - t)
+            wall, cpu, _ = timed(lambda now=now: inc.schedule(now))  # type: ignore[misc]
+            out[event].append((wall, cpu))
     return out
 
 
@@ -187,9 +191,9 @@ def p99(xs: list[float]) -> float:
     return sorted(xs)[min(len(xs) - 1, int(len(xs) * 0.99))] if xs else 0.0
 
 
-def row(name: str, value: str, goal: str, ok: bool | None) -> None:
+def row(name: str, value: str, goal: str, ok: bool | None, cpu: str = "") -> None:
     verdict = "" if ok is None else ("ok" if ok else "MISSED")
-    print(f"  {name:<44} {value:>14}   {goal:<14} {verdict}")
+    print(f"  {name:<54} {value:>15} {cpu:>15}   {goal:<11} {verdict}")
 
 
 def main() -> None:
@@ -199,21 +203,25 @@ def main() -> None:
     repeat, events = (1, 10) if args.quick else (3, 40)
 
     print(f"cluster: {NODES} nodes x {GPUS} GPUs, {VCS} VCs; 10,000 running, 10,000 pending (1-GPU and 8x8 gangs)")
-    seconds, n = throughput(roomy(0), repeat)
-    row("single-instance placements/s", f"{n / seconds:,.0f}", ">= 2,000", n / seconds >= 2000)
-    seconds, n = throughput(roomy(600), repeat)
-    row(f"gangs/s (8 x 8 GPU, {n} admitted)", f"{n / seconds:,.0f}", ">= 200", n / seconds >= 200)
+    row("", "wall", "CPU", None)
+    seconds, cpu, n = throughput(roomy(0), repeat)
+    row("single-instance placements/s", f"{n / seconds:,.0f}", ">= 40,000", n / seconds >= 40_000, f"{n / cpu:,.0f}")
+    seconds, cpu, n = throughput(roomy(600), repeat)
+    row(f"gangs/s (8 x 8 GPU, {n} admitted)", f"{n / seconds:,.0f}", ">= 200", n / seconds >= 200, f"{n / cpu:,.0f}")
 
     snap = mixed().snapshot()
     full = [timed(lambda: schedule(snap)) for _ in range(repeat)]
-    best = min(s for s, _ in full)
-    d = full[0][1]
+    best = min(s for s, _, _ in full)
+    best_cpu = min(c for _, c, _ in full)
+    d = full[0][2]
     row(f"full pass ({len(d.admissions)} admitted, {len(d.preemptions)} preempted)", f"{best * 1000:,.0f} ms",
-        "<= 1,000 ms", best <= 1.0)
+        "<= 250 ms", best <= 0.25, f"{best_cpu * 1000:,.0f} ms")
 
-    for event, xs in incremental(mixed(), events).items():
+    for event, pairs in incremental(mixed(), events).items():
+        xs, cs = [w for w, _ in pairs], [c for _, c in pairs]
         row(f"incremental pass, {event} (median / p99)",
-            f"{statistics.median(xs) * 1000:.1f} / {p99(xs) * 1000:.1f} ms", "<= 50 ms", p99(xs) <= 0.05)
+            f"{statistics.median(xs) * 1000:.1f} / {p99(xs) * 1000:.1f} ms", "<= 50 ms", p99(xs) <= 0.05,
+            f"{statistics.median(cs) * 1000:.1f} / {p99(cs) * 1000:.1f} ms")
 
     lat, preempted = preemption_latencies(reclaim())
     row(f"preemption decision p99 ({len(lat)} decisions, {preempted} victims)", f"{p99(lat) * 1000:.1f} ms",

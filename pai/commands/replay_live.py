@@ -93,7 +93,8 @@ def _requests(spec: JobSpec) -> dict[tuple[str, int], TaskRequest]:
     for role in spec.task_roles:
         for i in range(role.instances):
             out[(role.name, i)] = TaskRequest(role.name, i, role.resources, role.gpu_type or spec.gpu_type,
-                                              sum(p.count for p in role.all_ports()))
+                                              sum(p.count for p in role.all_ports()),
+                                              tuple(sorted(role.node_selector.items())))
     return out
 
 

@@ -61,6 +61,8 @@ class TaskRoleSpec:
     task_retry_count: int = 0
     gpu_type: str | None = None
     image_auth: RegistryAuth | None = None
+    # labels a task's node must carry (label -> value): the role's extras selector merged over the job's
+    node_selector: dict[str, str] = field(default_factory=dict)
 
     @property
     def total(self) -> Resources:
@@ -90,6 +92,10 @@ class JobSpec:
     priority: int = PRIORITY_CLASSES[DEFAULT_PRIORITY_CLASS]
     gang: bool = True
     preemptible: bool = True  # extras.preemptible: false: never a victim of preemption (a right, see preemptible.py)
+    node_selector: dict[str, str] = field(default_factory=dict)  # extras.nodeSelector (every role's merges over it)
+    whole_nodes: bool = False  # extras.wholeNodes: every task takes a whole node, nothing else beside it
+    # extras.expectedDurationSeconds: how long the job expects to run; waiting reasons say when it should end
+    expected_seconds: float | None = None
     storages: tuple[StorageMount, ...] = ()
     # v2 ``secrets`` as submitted (None: the job has none), written to files in every task (OpenPAI's
     # /usr/local/pai/secrets/secrets.yaml); never shown.

@@ -16,11 +16,13 @@ from pai.jobspec.schema import ProtocolVersion
 
 HIVED = "hivedScheduler"
 _EXTRAS = {
-    ProtocolVersion.V1: frozenset({HIVED, "gangAllocation", "preemptible", "submitFrom"}),
-    ProtocolVersion.V2: frozenset({HIVED, "gangAllocation", "preemptible", "submitFrom", "storages", PREFIX}),
+    ProtocolVersion.V1: frozenset({HIVED, "gangAllocation", "preemptible", "submitFrom", "nodeSelector", "wholeNodes",
+                                   "expectedDurationSeconds"}),
+    ProtocolVersion.V2: frozenset({HIVED, "gangAllocation", "preemptible", "submitFrom", "storages", PREFIX,
+                                   "nodeSelector", "wholeNodes", "expectedDurationSeconds"}),
 }
 _HIVED_READ = frozenset({"jobPriorityClass", "taskRoles"})
-_HIVED_ROLE_READ = frozenset({"skuType", "gpuType", "skuNum", "skuNumber"})
+_HIVED_ROLE_READ = frozenset({"skuType", "gpuType", "skuNum", "skuNumber", "nodeSelector"})
 _CONTAINER_OPTIONS_READ = frozenset({"shmMB"})
 _DEFAULTS_READ = frozenset({"virtualCluster", "deployment"})
 
@@ -47,9 +49,6 @@ def _top_level(config: dict[str, Any], version: ProtocolVersion) -> Iterator[Spe
 
 def _extras(extras: Mapping[str, Any], version: ProtocolVersion) -> Iterator[SpecWarning]:
     yield from _unread(extras, _EXTRAS[version], "extras")
-    if extras.get("gangAllocation") is False:
-        yield SpecWarning("extras.gangAllocation", "false is not honoured: every job is scheduled as a gang"
-                          " (all its tasks start together or none does)")
     hived: Mapping[str, Any] = extras.get(HIVED) or {}
     yield from _unread(hived, _HIVED_READ, f"extras.{HIVED}")
     for role, options in (hived.get("taskRoles") or {}).items():

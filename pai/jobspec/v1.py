@@ -33,7 +33,8 @@ def normalize(config: dict[str, Any], classes: Mapping[str, int] = PRIORITY_CLAS
     gpu_type = config.get("gpuType") or None
     return JobSpec(
         name=name,
-        task_roles=tuple(_role(i, r, image, extras.sku_types.get(r["name"], gpu_type)) for i, r in enumerate(roles)),
+        task_roles=extras.with_selectors(
+            tuple(_role(i, r, image, extras.sku_types.get(r["name"], gpu_type)) for i, r in enumerate(roles))),
         protocol_version=1,
         virtual_cluster=config.get("virtualCluster") or "default",
         retry_count=whole(config.get("retryCount", 0)),
@@ -47,6 +48,9 @@ def normalize(config: dict[str, Any], classes: Mapping[str, int] = PRIORITY_CLAS
         priority=extras.priority,
         gang=extras.gang,
         preemptible=extras.preemptible,
+        node_selector=extras.node_selector,
+        whole_nodes=extras.whole_nodes,
+        expected_seconds=extras.expected_seconds,
     )
 
 

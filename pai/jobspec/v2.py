@@ -40,7 +40,7 @@ def normalize(config: dict[str, Any], classes: Mapping[str, int] = PRIORITY_CLAS
     defaults: dict[str, Any] = config.get("defaults") or {}
     return JobSpec(
         name=config["name"],
-        task_roles=task_roles,
+        task_roles=extras.with_selectors(task_roles),
         protocol_version=2,
         virtual_cluster=defaults.get("virtualCluster") or "default",
         retry_count=whole(config.get("jobRetryCount", 0)),
@@ -48,6 +48,9 @@ def normalize(config: dict[str, Any], classes: Mapping[str, int] = PRIORITY_CLAS
         priority=extras.priority,
         gang=extras.gang,
         preemptible=extras.preemptible,
+        node_selector=extras.node_selector,
+        whole_nodes=extras.whole_nodes,
+        expected_seconds=extras.expected_seconds,
         storages=requested_mounts(config.get("extras")),
         secrets=secrets if "secrets" in config else None,
     )

@@ -1,7 +1,9 @@
 """The environment of every task container: OpenPAI's PAI_* variables and PyTorch's rendezvous variables.
 
 Built in one place from the job and the placements of all its tasks, so every host list is complete
-before any task starts.
+before any task starts. A non-gang job (``gangAllocation: false``) starts tasks before its peers are placed: as
+OpenPAI's runtime does then, a peer without a node yet gets no ``PAI_HOST_IP_<role>_<i>`` nor port variables, and
+is left out of its role's host list (the task sees the peers placed when it starts).
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ def _count(v: int | None) -> str:
 
 
 def task_env(job: Job, current: Task) -> dict[str, str]:
-    """Every variable for ``current``; all tasks of ``job`` must have an address and ports."""
+    """Every variable for ``current``; every task of a gang has an address and ports (a non-gang job's peers may
+    not yet)."""
     spec = job.spec
     tasks = _ordered(job)
     env: dict[str, str] = {str(k): str(v) for k, v in spec.job_envs.items()}
@@ -61,14 +64,17 @@ def task_env(job: Job, current: Task) -> dict[str, str]:
         mine = [t for t in tasks if t.role == role.name]
         r = role.name
         env[f"PAI_TASK_ROLE_TASK_COUNT_{r}"] = str(role.instances)
-        env[f"PAI_TASK_ROLE_{r}_HOST_LIST"] = ",".join(f"{t.address}:{_first_port(t, 'http')}" for t in mine)
+        env[f"PAI_TASK_ROLE_{r}_HOST_LIST"] = ",".join(f"{t.address}:{_first_port(t, 'http')}" for t in mine
+                                                      if t.address is not None)
         env[f"PAI_RESOURCE_{r}"] = (
             f"{role.resources.gpu},{role.resources.cpu},{role.resources.memory_mb},{role.shm_mb}"
         )
         env[f"PAI_MIN_FAILED_TASK_COUNT_{r}"] = _count(role.min_failed)
         env[f"PAI_MIN_SUCCEEDED_TASK_COUNT_{r}"] = _count(role.min_succeeded)
         for t in mine:
-            env[f"PAI_HOST_IP_{r}_{t.index}"] = t.address or ""
+            if t.address is None:
+                continue  # not placed yet (non-gang job)
+            env[f"PAI_HOST_IP_{r}_{t.index}"] = t.address
             for label in t.ports:
                 env[f"PAI_PORT_LIST_{r}_{t.index}_{label}"] = _ports_csv(t, label)
     env.update(

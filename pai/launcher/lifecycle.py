@@ -142,12 +142,19 @@ def on_event(job: Job, event: Event, ids: IdSource) -> tuple[Job, list[Command]]
 
 
 def _admit(job: Job, ev: Admitted, ids: IdSource, cmds: list[Command]) -> Job:
-    if job.state is not JobState.WAITING:
+    """Bind the placed tasks and start their attempts. A gang is placed whole; a non-gang job (``gangAllocation:
+    false``) may be placed in part, RUNNING from its first placement, its other tasks waiting (no node) for later
+    passes, which place more of them while it runs."""
+    more = job.state is JobState.RUNNING and not job.spec.gang
+    if job.state is not JobState.WAITING and not more:
         return job
     by_key = {(b.role, b.index): b for b in ev.bindings}
     tasks = []
     for t in job.tasks:
-        b = by_key[(t.role, t.index)]
+        b = by_key[(t.role, t.index)] if job.spec.gang else by_key.get((t.role, t.index))
+        if b is None or t.node is not None or t.state is not TaskState.WAITING:
+            tasks.append(t)  # not placed by this admission (or already placed: a stale binding)
+            continue
         nt = replace(
             t,
             state=t.state.to(TaskState.WAITING),
@@ -164,8 +171,18 @@ def _admit(job: Job, ev: Admitted, ids: IdSource, cmds: list[Command]) -> Job:
         tasks.append(nt)
         cmds.append(AttemptStarted(nt, job.attempt_index))
     nodes = sorted({b.node for b in ev.bindings})
-    cmds.append(Note("admitted", f"admitted on {', '.join(nodes)}", {"nodes": nodes}))
-    return job.with_state(JobState.RUNNING, tasks=tuple(tasks), started_at=ev.now, waiting_reason=None)
+    waiting = sum(1 for t in tasks if t.node is None)
+    if job.spec.gang or (not more and not waiting):
+        cmds.append(Note("admitted", f"admitted on {', '.join(nodes)}", {"nodes": nodes}))
+    else:
+        placed = len(ev.bindings)
+        cmds.append(Note("admitted", f"{placed} task{'s' if placed != 1 else ''} placed on {', '.join(nodes)}"
+                         f" ({waiting} still waiting for a node; gangAllocation: false)",
+                         {"nodes": nodes, "placed": placed, "waiting": waiting}))
+    reason = job.waiting_reason if waiting else None
+    if more:
+        return replace(job, tasks=tuple(tasks), waiting_reason=reason)
+    return job.with_state(JobState.RUNNING, tasks=tuple(tasks), started_at=ev.now, waiting_reason=reason)
 
 
 def _find(job: Job, attempt_id: str) -> Task | None:

@@ -11,6 +11,14 @@ every time). Such a pass starts from the active jobs the scheduler follows (``jo
 ``refresh``); the first pass, one after a rolled-back pass and one every ``full_pass_seconds`` read every active
 job (and the configuration) from the store: the safety net (and the reference for the few preemptions an
 incremental pass may postpone; see ``pai.vc.incremental``).
+
+A job that declares no ``extras.expectedDurationSeconds`` is handed over with its typical run time (``durations``,
+``pai.launcher.durations``), as a waiting job too, so that a pass that starts it already knows when it should end.
+A pair's typical run time is read when a pass first meets one of its jobs, and renewed only by a full pass (once
+``durations.max_age_seconds`` old), which is rebuilt with the new value: running jobs change their expected run
+time there, never in an incremental pass (a job followed there gets the value the scheduler already holds, so a
+running job followed again is the same; were it not, one whose expected run time alone changed is ``replaced``,
+nothing else moves). Hints already given keep their times until a full pass.
 """
 
 from __future__ import annotations
@@ -23,7 +31,8 @@ from typing import Any
 from pai.domain.job import Job
 from pai.domain.states import JobState
 from pai.launcher.cluster import Cluster
-from pai.launcher.snapshot import as_pending, as_running, hold_back
+from pai.launcher.durations import TypicalDurations
+from pai.launcher.snapshot import as_pending, as_running, hold_back, unplaced
 from pai.vc import Decision, IncrementalScheduler, Snapshot, WaitingReason
 
 FULL_PASS_SECONDS = 60.0
@@ -42,6 +51,7 @@ class Scheduling:
     reloads: int = 0
     passes: int = 0
     postponed: int = 0  # admissions the last pass decided and left to the next one (``postpone``)
+    durations: TypicalDurations = field(default_factory=TypicalDurations)  # for jobs that declare no duration
     _dirty: set[str] = field(default_factory=set)  # ids of jobs changed since the last pass
     _stale: bool = True
     _reload: bool = True  # the next full pass reads every active job from the store
@@ -89,7 +99,8 @@ class Scheduling:
         for job in jobs:
             self.ids[job.key] = job.id
             self.jobs[job.key] = job
-            if job.state is JobState.WAITING:  # the reason the store holds (a followed job's may be older)
+            if job.state is JobState.WAITING or unplaced(job) is not None:  # the reason the store holds (a
+                # followed job's may be older)
                 self.stored[job.key] = job.waiting_reason if reloaded else stored.get(job.key, job.waiting_reason)
         self._dirty.clear()
         self._stale = False
@@ -109,8 +120,10 @@ class Scheduling:
         for job in jobs:
             self._dirty.discard(job.id)
             self.jobs[job.key] = job
-            if job.state is not JobState.WAITING:
+            if job.state is not JobState.WAITING and unplaced(job) is None:
                 self.stored.pop(job.key, None)
+                if self.inc is not None and job.key in self.inc.pending:  # a non-gang job preempted: it is
+                    self.inc.cancel(job.key)  # requeued whole once its placed tasks are gone; what waits is withdrawn
 
     def postpone(self, jobs: list[Job]) -> None:
         """Admissions the pass decided but did not act on (more than a pass acts on): the scheduler takes these
@@ -136,24 +149,44 @@ class Scheduling:
                 if held:
                     self.held.update(reasons)
                     self._drop(inc, key)
-                elif inc.pending.get(key) != (pending := as_pending(job)):
+                elif inc.pending.get(key) != (pending := as_pending(job, self.durations.of(job))):
                     self._drop(inc, key)
                     inc.submit(pending)
                 continue
-            self.stored.pop(key, None)
-            running = as_running(job) if not job.state.is_terminal() else None
-            if running is None:
+            running = as_running(job, self.durations.of(job)) if not job.state.is_terminal() else None
+            rest = unplaced(job)
+            if rest is not None:
+                held, reasons = hold_back([job], clu)
+                if held:  # its VC is stopped or gone: what runs stays, what waits is not placed
+                    self.held.update(reasons)
+                    rest = None
+                    self.stored[key] = job.waiting_reason
+            if rest is None:
+                if key not in self.held:
+                    self.stored.pop(key, None)
+            else:  # a non-gang job's tasks that wait: pending beside its running part, with its reason
+                self.stored[key] = job.waiting_reason
+            if running is None and rest is None and key not in self.held:
                 self._drop(inc, key)
                 self.ids.pop(key, None)
-            else:
-                self.ids[key] = job.id
-                inc.changed(running)
+                continue
+            self.ids[key] = job.id
+            if running is not None:
+                inc.changed(running)  # (drops the pending part: given back below)
+            elif key in inc.running:
+                inc.finished(key)
+            if rest is None:
+                if key in inc.pending:
+                    inc.cancel(key)
+            elif inc.pending.get(key) != rest:
+                inc.pending.pop(key, None)
+                inc.submit(rest)
 
     @staticmethod
     def _drop(inc: IncrementalScheduler, key: str) -> None:
         if key in inc.pending:
             inc.cancel(key)
-        elif key in inc.running:
+        if key in inc.running:  # (a non-gang job may be both)
             inc.finished(key)
 
     def run(self, now: float, *, full: bool = False) -> Decision:

@@ -478,17 +478,20 @@ class Launcher:
                     reload = full or sched.needs_reload(now)
                     jobs = (store_jobs.active_jobs(s) if reload
                             else sched.refresh(store_jobs.get_jobs_by_id(s, sched.take_changed())))
+                    sched.durations.load(s, jobs, now, renew=True)
                     held, held_reasons = hold_back(jobs, clu)
                     quotas = cluster.quotas(clu, cluster.cluster_total(nodes))
-                    snapshot = build_snapshot(now, nodes, [j for j in jobs if j.key not in held], quotas,
-                                              clu.config.scheduler)
+                    snapshot = build_snapshot(now, nodes, jobs, quotas, clu.config.scheduler, sched.durations.of,
+                                              held)
                     sched.rebuild(snapshot, clu, held_reasons, jobs, now, reloaded=reload)
                     self.heartbeats.forget_all()  # the safety net for the quiet view too
                     decision = sched.run(now, full=True)
                     by_key = {j.key: j for j in jobs}
                     kind = "full"
                 else:
-                    sched.follow(store_jobs.get_jobs_by_id(s, sched.take_changed()))
+                    changed = store_jobs.get_jobs_by_id(s, sched.take_changed())
+                    sched.durations.load(s, changed, now)
+                    sched.follow(changed)
                     decision = sched.run(now)
                     keys = [a.job for a in decision.admissions] + [p.victim for p in decision.preemptions]
                     by_key = {j.key: j for j in store_jobs.get_jobs_by_id(s, [sched.ids[k] for k in keys])}

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import replace
 
 from pai.domain.job import Job, Task
 from pai.domain.node import Node, NodeState
@@ -36,15 +37,17 @@ def _request(job: Job, t: Task) -> TaskRequest:
         resources=role.resources,
         gpu_type=role.gpu_type or job.spec.gpu_type,
         ports=sum(p.count for p in role.all_ports()),
+        node_selector=tuple(sorted(role.node_selector.items())),
     )
 
 
 def hold_back(jobs: Iterable[Job], clu: Cluster) -> tuple[set[str], dict[str, WaitingReason]]:
-    """Waiting jobs the scheduler must not see: their VC is stopped, or gone. Each gets its reason."""
+    """Work the scheduler must not place because its VC is stopped, or gone: waiting jobs, and the waiting tasks of
+    a running non-gang job (its running part stays: see build_snapshot's ``held``). Each gets its reason."""
     held: set[str] = set()
     reasons: dict[str, WaitingReason] = {}
     for job in jobs:
-        if job.state is not JobState.WAITING:
+        if job.state is not JobState.WAITING and unplaced(job) is None:
             continue
         status = clu.vc_status(job.vc)
         if status is None:
@@ -58,26 +61,52 @@ def hold_back(jobs: Iterable[Job], clu: Cluster) -> tuple[set[str], dict[str, Wa
     return held, reasons
 
 
-def as_pending(job: Job) -> PendingJob:
-    """A WAITING job as the scheduler sees it."""
+def _expected(job: Job, typical: float | None) -> tuple[float | None, bool]:
+    """How long the job should run, and whether that is a typical run time: as declared, else ``typical`` (its
+    user's jobs' in its VC), else unknown."""
+    declared = job.spec.expected_seconds
+    return (declared, False) if declared is not None or typical is None else (typical, True)
+
+
+def as_pending(job: Job, typical: float | None = None) -> PendingJob:
+    """A WAITING job as the scheduler sees it (``typical``: the typical run time of its user's jobs in its VC,
+    carried to it once it runs)."""
+    seconds, is_typical = _expected(job, typical)
     return PendingJob(key=job.key, vc=job.vc, user=job.user, priority=job.spec.priority,
                       submitted_at=job.submitted_at, tasks=tuple(_request(job, t) for t in job.tasks),
-                      preemptible=job.spec.preemptible)
+                      preemptible=job.spec.preemptible, gang=job.spec.gang, whole_nodes=job.spec.whole_nodes,
+                      expected_seconds=seconds, expected_typical=is_typical)
 
 
-def as_running(job: Job) -> RunningJob | None:
-    """A RUNNING or STOPPING job as the scheduler sees it: what its tasks hold, and whether it is leaving (being
-    stopped, or its tasks preempted); None when no task holds anything."""
+def unplaced(job: Job) -> PendingJob | None:
+    """The tasks of a RUNNING non-gang job (``gangAllocation: false``) that wait for a node, as the scheduler sees
+    them: a pending job of the same key beside its running part. None for any other job, and for one being
+    stopped, preempted or completed (a task STOPPING): then what waits is dropped, or requeued with the job."""
+    if job.spec.gang or job.state is not JobState.RUNNING or job.preempted_by:
+        return None
+    waiting = [t for t in job.tasks if t.node is None and t.state is TaskState.WAITING]
+    if not waiting or any(t.state is TaskState.STOPPING for t in job.tasks):
+        return None
+    return replace(as_pending(job), tasks=tuple(_request(job, t) for t in waiting))
+
+
+def as_running(job: Job, typical: float | None = None) -> RunningJob | None:
+    """A RUNNING or STOPPING job as the scheduler sees it: what its tasks hold, whether it is leaving (being
+    stopped, or its tasks preempted), and how long it should run (``typical``: as as_pending); None when no task
+    holds anything."""
     held = [t for t in job.tasks if holds_resources(t)]
     if not held:
         return None
+    seconds, is_typical = _expected(job, typical)
     preempting = job.state is JobState.STOPPING or any(
         t.state is TaskState.STOPPING and t.exit_code == PlatformExit.PREEMPTED for t in held
     )
     return RunningJob(key=job.key, vc=job.vc, user=job.user, priority=job.spec.priority,
                       started_at=job.started_at or job.submitted_at,
                       tasks=tuple((_request(job, t), t.node or "") for t in held),
-                      preempting=preempting, preempted_by=job.preempted_by or "", preemptible=job.spec.preemptible)
+                      preempting=preempting, preempted_by=job.preempted_by or "", preemptible=job.spec.preemptible,
+                      gang=job.spec.gang, whole_nodes=job.spec.whole_nodes, expected_seconds=seconds,
+                      expected_typical=is_typical)
 
 
 def build_snapshot(
@@ -86,7 +115,12 @@ def build_snapshot(
     jobs: Iterable[Job],
     vcs: tuple[VcQuota, ...],
     config: SchedulerConfig = DEFAULT_CONFIG,
+    typical: Callable[[Job], float | None] = lambda job: None,
+    held: Collection[str] = (),
 ) -> Snapshot:
+    """``typical``: the typical run time of a job's user's jobs in its VC (see as_pending); ``held``: jobs whose
+    waiting work the scheduler must not see (hold_back): a waiting one is left out, a running one keeps only what
+    it holds."""
     nodes = list(nodes)
     jobs = list(jobs)
     used = usage_by_node(nodes, jobs)
@@ -95,9 +129,12 @@ def build_snapshot(
     pending: list[PendingJob] = []
     for job in jobs:
         if job.state is JobState.WAITING:
-            pending.append(as_pending(job))
+            if job.key not in held:
+                pending.append(as_pending(job, typical(job)))
             continue
-        form = as_running(job)
+        if job.key not in held and (rest := unplaced(job)) is not None:
+            pending.append(rest)
+        form = as_running(job, typical(job))
         if form is None:
             continue
         for t in job.tasks:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any, cast
 
-from sqlalchemy import Select, Table, bindparam, delete, insert, select, update
+from sqlalchemy import Select, Table, bindparam, delete, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
@@ -196,12 +196,13 @@ def held_tasks_on(s: Session, nodes: Collection[str]) -> list[Task]:
 
 def set_waiting_reasons(s: Session, reasons: dict[str, dict[str, Any]]) -> None:
     """Store why each job of ``reasons`` (id -> reason) waits, in one statement; a job no longer WAITING keeps
-    what it has."""
+    what it has (a RUNNING one: why its tasks that wait for a node wait, gangAllocation: false)."""
     if not reasons:
         return
     table = cast(Table, JobRow.__table__)
     s.connection().execute(
-        update(table).where(table.c.id == bindparam("job_id"), table.c.state == JobState.WAITING.value)
+        update(table).where(table.c.id == bindparam("job_id"),
+                            or_(table.c.state == JobState.WAITING.value, table.c.state == JobState.RUNNING.value))
         .values(waiting_reason=bindparam("reason")),
         [{"job_id": k, "reason": v} for k, v in reasons.items()],
     )

@@ -97,6 +97,8 @@ class JobRow(Base):
         Index(None, "user_name", "submitted_at", "id"),
         Index(None, "vc", "submitted_at", "id"),
         Index(None, "state", "submitted_at", "id"),
+        # A user's latest finished jobs in a VC, with their run times from the index alone (pai.store.durations)
+        Index(None, "user_name", "vc", "state", "completed_at", "started_at"),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)

@@ -8,9 +8,21 @@ placement depends on the number of bucket levels, not on the number of nodes.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import Protocol
 
 from pai.vc.gang import Need, Selector
 from pai.vc.snapshot import NodeView
+
+
+class Cap(Protocol):
+    """A per-node limit on what one placement may add besides free capacity (pai.vc.node_lending's cap on borrowed
+    work): ``best_fit`` skips the nodes it refuses; ``place`` tells it what it holds and gives back."""
+
+    def allows(self, i: int, need: Need) -> bool: ...
+
+    def take(self, i: int, need: Need) -> None: ...
+
+    def give(self, i: int, need: Need) -> None: ...
 
 
 class NodePool:
@@ -31,6 +43,8 @@ class NodePool:
         self.free_ports = [1_000_000 if empty else v.free_ports for v in nodes]
         self.tasks_on = [0] * len(nodes)
         self.pinned = [0] * len(nodes)  # tasks of non-preemptible work on the node (State counts them)
+        # node -> tasks of running whole-node work on it (State counts them; such a node is closed while any run)
+        self.whole: dict[int, int] = {}
         # The empty pool answers "could this ever fit?": every node, free and open.
         self._schedulable = [True] * len(nodes) if empty else [v.schedulable for v in nodes]
         self.open = list(self._schedulable)
@@ -94,6 +108,17 @@ class NodePool:
             self._buckets[self.gpu_type[i]][level][i] = None
             self._unordered.add((self.gpu_type[i], level))
 
+    def add_whole(self, i: int, tasks: int) -> None:
+        """``tasks`` (negative: fewer) tasks of running whole-node work on node ``i``: closed while any run, open
+        again when the last one leaves."""
+        left = self.whole.get(i, 0) + tasks
+        if left > 0:
+            self.whole[i] = left
+            self.close(i)
+        else:
+            self.whole.pop(i, None)
+            self.reopen(i)
+
     # ---- queries -------------------------------------------------------------------------------------------
 
     def idle(self, i: int) -> bool:
@@ -114,8 +139,8 @@ class NodePool:
                 yield from self._buckets[t][level]
 
     def best_fit(self, need: Need, job: str, priority: int, *, exclusive: bool = False,
-                 ignore_holds: bool = False) -> int | None:
-        """The fullest open node where ``need`` fits now, or None."""
+                 ignore_holds: bool = False, cap: Cap | None = None) -> int | None:
+        """The fullest open node where ``need`` fits now (and ``cap`` allows it), or None."""
         fc, fm, fp, held = self.free_cpu, self.free_mem, self.free_ports, self.held
         cpu, mem, ports, sel = need.cpu, need.mem, need.ports, need.selector
         for i in self.candidates(need.gpu, need.gpu_type):
@@ -129,6 +154,8 @@ class NodePool:
                 owner, prio = held[i]
                 if owner != job and priority <= prio:
                     continue
+            if cap is not None and not cap.allows(i, need):  # checked last: only nodes that fit otherwise
+                continue
             return i
         return None
 
@@ -152,6 +179,17 @@ class NodePool:
         for level in range(self.max_gpu, -1, -1):
             for t in types:
                 yield from self._buckets[t][level]
+
+    def closed_for_whole(self, i: int) -> bool:
+        """Closed only because whole-node work runs there (it frees when that work leaves)."""
+        return i in self.whole and self._schedulable[i]
+
+    def whole_nodes(self, gpu_type: str | None) -> Iterator[int]:
+        """Schedulable nodes of the type closed by running whole-node work (victim search looks there too). Read it
+        before changing the pool (the dict is not copied)."""
+        for i in self.whole:
+            if self._schedulable[i] and (gpu_type is None or self.gpu_type[i] == gpu_type):
+                yield i
 
     def count_open(self, gpu: int, gpu_type: str | None) -> int:
         """How many open nodes have at least ``gpu`` free GPUs of the type (a cheap upper bound for a gang)."""

@@ -15,8 +15,18 @@ from pai.domain.jobspec import PRIORITY_CLASSES
 from pai.domain.limits import DEFAULT_JOB_LIMITS, JobLimits
 from pai.domain.preemptible import ADMINS_ONLY, NonPreemptibleGrant
 from pai.domain.resources import ZERO, Resources
-from pai.vc.policy import DEFAULT_CONFIG, PreemptionPolicy, Reclaim, SchedulerConfig, WhileBorrowing, WithinVc
-from pai.vc.quota import DEFAULT_VC, resolve_resources, validate_guarantees
+from pai.vc.policy import (
+    DEFAULT_CONFIG,
+    FairShareStrategy,
+    FairSharing,
+    NodeLendingLimit,
+    PreemptionPolicy,
+    Reclaim,
+    SchedulerConfig,
+    WhileBorrowing,
+    WithinVc,
+)
+from pai.vc.quota import DEFAULT_VC, RESOURCE_KEYS, resolve_amount, resolve_resources, validate_guarantees
 from pai.vc.snapshot import VcQuota
 
 Amounts = Mapping[str, int | float | str]
@@ -34,6 +44,7 @@ class VcConfig:
     strict_fifo: bool = False
     user_gpu_limit: int | None = None
     user_gpu_limits: dict[str, int] = field(default_factory=dict)
+    weight: float = 1.0  # fairSharing.weight
 
     def quota(self, total: Resources, guaranteed: Resources | None = None) -> VcQuota:
         where = f"virtualClusters.{self.name}"
@@ -48,6 +59,7 @@ class VcConfig:
             strict_fifo=self.strict_fifo,
             user_gpu_limit=self.user_gpu_limit,
             user_gpu_limits=dict(self.user_gpu_limits),
+            weight=self.weight,
         )
 
 
@@ -138,6 +150,7 @@ def vc_config(d: Mapping[str, Any]) -> VcConfig:
         strict_fifo=bool(d.get("strictFifo", False)),
         user_gpu_limit=limits.get("gpu"),
         user_gpu_limits={str(k): int(v) for k, v in limits.get("users", {}).items()},
+        weight=float(d.get("fairSharing", {}).get("weight", 1.0)),
     )
 
 
@@ -149,4 +162,32 @@ def scheduler_config(d: Mapping[str, Any]) -> SchedulerConfig:
         reservation_after_seconds=float(d.get("reservationAfterSeconds", base.reservation_after_seconds)),
         max_reservations=int(d.get("maxReservations", base.max_reservations)),
         whole_nodes_for_multi_node_gpu=bool(d.get("wholeNodesForMultiNodeGpu", base.whole_nodes_for_multi_node_gpu)),
+        unblock_hints_per_vc=int(d.get("unblockHintsPerVc", base.unblock_hints_per_vc)),
+        fair_sharing=fair_sharing(d.get("fairSharing", {})),
+        node_lending_limit=node_lending_limit(d.get("nodeLendingLimit")),
     )
+
+
+def fair_sharing(d: Mapping[str, Any]) -> FairSharing:
+    base = FairSharing()
+    return FairSharing(enabled=bool(d.get("enabled", base.enabled)),
+                       strategy=FairShareStrategy(d.get("strategy", base.strategy.value)))
+
+
+def node_lending_limit(d: Mapping[str, Any] | None) -> NodeLendingLimit | None:
+    """``scheduler.nodeLendingLimit``: amounts are checked here (a percent is resolved per node by the scheduler)."""
+    if d is None:
+        return None
+    where = "scheduler.nodeLendingLimit"
+    if not isinstance(d, Mapping):
+        raise InvalidParametersError(f"{where}: expected {{gpu, cpu, memoryMB}}", field=where)
+    unknown = sorted(set(d) - set(RESOURCE_KEYS))
+    if unknown:
+        raise InvalidParametersError(f"{where}: unknown resource {unknown[0]!r} (known: {', '.join(RESOURCE_KEYS)})",
+                                     field=where)
+    for key, value in d.items():
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            raise InvalidParametersError(f"{where}.{key}: {value!r} is neither a number nor a percent",
+                                         field=f"{where}.{key}")
+        resolve_amount(value, 100, field=f"{where}.{key}")  # refuses what no node could resolve
+    return NodeLendingLimit(gpu=d.get("gpu"), cpu=d.get("cpu"), memory_mb=d.get("memoryMB"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from pai.vc.capacity import NodePool
 from pai.vc.gang import Gang, Need
@@ -27,6 +28,10 @@ def _type_text(need: Need) -> str:
     if need.selector:
         text += " with labels " + ",".join(f"{k}={v}" for k, v in need.selector)
     return text
+
+
+def _labelled(need: Need) -> str:
+    return " labelled " + ",".join(f"{k}={v}" for k, v in need.selector) if need.selector else ""
 
 
 def explain_no_fit(pool: NodePool, gang: Gang, job: str, priority: int) -> WaitingReason:
@@ -55,7 +60,7 @@ def _explain(pool: NodePool, gang: Gang, job: str, priority: int, *, never: bool
             what = "whole idle nodes" if gang.exclusive and not never else "nodes"
             count = len(ok)
             where = f"the cluster has {count}" if never else f"{count} have them now"
-            msg = f"needs {n} {what} with {need.describe()}{free}; {where}"
+            msg = f"needs {n} {what}{_labelled(need)} with {need.describe()}{free}; {where}"
             return code.reason(msg, role=need.role, needNodes=n, haveNodes=count, needGpu=need.gpu)
         return _single(pool, need, code, never=never, exclusive=gang.exclusive)
     where = "even on an empty cluster" if never else "on the free nodes"
@@ -74,7 +79,17 @@ def _single(pool: NodePool, need: Need, code: WaitCode, *, never: bool, exclusiv
     free = "" if never else " free"
     best = next(_matching(pool, need, -(2**62)), None)
     if best is None:
-        return code.reason(f"no schedulable node{_type_text(need)}", role=need.role, gpuType=need.gpu_type)
+        figures: dict[str, Any] = {"role": need.role, "gpuType": need.gpu_type}
+        if need.selector:
+            figures["nodeSelector"] = dict(need.selector)
+        if never:
+            return code.reason(f"the cluster has no node{_type_text(need)}", **figures)
+        whole = [i for i in pool.whole_nodes(need.gpu_type) if pool.matches(i, None, need.selector)]
+        if whole:
+            return code.reason(f"every schedulable node{_type_text(need)} runs a job that holds it whole "
+                               f"(nothing may run beside it): {', '.join(pool.names[i] for i in whole[:5])}",
+                               **figures, wholeNodes=len(whole))
+        return code.reason(f"no schedulable node{_type_text(need)}", **figures)
     if pool.free_gpu[best] < need.gpu:
         return code.reason(
             f"no node has {_gpus(need.gpu, free)}{_type_text(need)} (largest{free}: {pool.free_gpu[best]} on "
@@ -92,7 +107,7 @@ def _single(pool: NodePool, need: Need, code: WaitCode, *, never: bool, exclusiv
     if exclusive:
         return code.reason(f"needs a whole idle node{_type_text(need)} for each GPU task; none is idle",
                            role=need.role)
-    return code.reason(f"no node has {need.describe()}{free} at once", role=need.role)
+    return code.reason(f"no node{_labelled(need)} has {need.describe()}{free} at once", role=need.role)
 
 
 def _matching(pool: NodePool, need: Need, min_gpu: int) -> Iterator[int]:

@@ -52,17 +52,26 @@ class Gang:
     request: Resources
 
     @classmethod
-    def of(cls, tasks: Iterable[TaskRequest], whole_nodes_for_multi_node_gpu: bool = False) -> Gang:
+    def of(cls, tasks: Iterable[TaskRequest], whole_nodes_for_multi_node_gpu: bool = False, *,
+           whole_nodes: bool = False) -> Gang:
+        """``whole_nodes``: the job asks for whole nodes (``extras.wholeNodes``); the cluster rule
+        ``wholeNodesForMultiNodeGpu`` gives them to jobs of two or more GPU tasks."""
         needs = sorted((Need.of(t) for t in tasks), key=lambda n: (-n.gpu, -n.cpu, -n.mem, -n.ports, n.role, n.index))
         counts: dict[Kind, int] = {}
         request = Resources()
         for n in needs:
             counts[n.kind] = counts.get(n.kind, 0) + 1
             request = request + n.resources
-        exclusive = whole_nodes_for_multi_node_gpu and sum(1 for n in needs if n.gpu > 0) >= 2
+        exclusive = takes_whole_nodes(whole_nodes, sum(1 for n in needs if n.gpu > 0), whole_nodes_for_multi_node_gpu)
         shape = tuple(sorted(counts.items(), key=repr))
         return cls(tuple(needs), shape, exclusive, request)
 
     @property
     def key(self) -> tuple[tuple[tuple[Kind, int], ...], bool]:
         return (self.shape, self.exclusive)
+
+
+def takes_whole_nodes(asked: bool, gpu_tasks: int, whole_nodes_for_multi_node_gpu: bool) -> bool:
+    """Does every task of a job take a whole node (nothing else beside it)? When the job asks for it, or when the
+    cluster gives whole nodes to jobs of two or more GPU tasks. The one rule, for waiting and running jobs."""
+    return asked or (whole_nodes_for_multi_node_gpu and gpu_tasks >= 2)

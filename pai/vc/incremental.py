@@ -15,6 +15,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import replace
 
+from pai.domain.resources import ZERO, Resources
 from pai.vc.reasons import WaitCode
 from pai.vc.round import Memo, Round
 from pai.vc.snapshot import Admission, Decision, PendingJob, RunningJob, Snapshot, TaskRequest, WaitingReason
@@ -98,21 +99,32 @@ class IncrementalScheduler:
             self._no_plan = {}
         self.state.pool.in_order()
         self._unprotect(now)
+        lending = self.state.lending  # per-node borrowed work: the VCs whose running jobs changed, computed again
+        if lending is not None and lending.refresh(self.state.index, self.state.vcs):
+            self._no_plan = {}  # a node holds less borrowed work: what the limit refused may fit now
+            self._freed = True
         known = None if full or self._freed else {k: v for k, v in self._waiting.items() if k in self.pending}
         r = Round(self.state, self.pending.values(), now, self._no_plan, known)
         decision = r.run()
         r.undo()
+        grown: dict[str, Resources] = {}  # non-gang jobs that ran and placed more tasks: what they added
         for job, taken in r.admitted:
             tasks = {(t.role, t.index): t for t in job.tasks}
             placed = tuple((tasks[(t.need.role, t.need.index)], self.state.pool.names[t.node]) for t in taken)
-            started = RunningJob(job.key, job.vc, job.user, job.priority, now, placed, preemptible=job.preemptible)
+            self.state.gangs.pop(job.key, None)
+            if not job.gang and self._placed_more(job, placed, now, grown):
+                continue
+            started = RunningJob(job.key, job.vc, job.user, job.priority, now, placed, preemptible=job.preemptible,
+                                 whole_nodes=job.whole_nodes, gang=job.gang, expected_seconds=job.expected_seconds,
+                                 expected_typical=job.expected_typical)
             self.state.started(started)
             self._protect(started)
             del self.pending[job.key]
-            self.state.gangs.pop(job.key, None)
         for p in decision.preemptions:
             victim = self.state.index.jobs[p.victim]
             self.state.preempting(replace(victim, preempting=True, preempted_by=p.preemptor))
+            if p.victim in grown and (ledger := self.state.vcs.get(victim.vc)) is not None:
+                ledger.mark_leaving(grown[p.victim])  # the pass marked what it ran before it grew
         planned, self._planned = self._planned, decision.planned
         if decision.planned != planned:
             # Jobs planned behind preemptions hold capacity for one pass; this pass held other capacity than the
@@ -128,6 +140,31 @@ class IncrementalScheduler:
         self._waiting = {k: v for k, v in decision.waiting.items() if v.code != WaitCode.PREEMPTION_DEFERRED}
         self._freed = False
         return decision
+
+    def _placed_more(self, job: PendingJob, placed: tuple[tuple[TaskRequest, str], ...], now: float,
+                     grown: dict[str, Resources]) -> bool:
+        """A pass placed tasks of a non-gang job (pai.vc.nongang): the running job of its key holds them (it starts
+        now, or grows), and the tasks not placed stay pending under the same key. False when the pass placed every
+        task of a job that held none: it starts as any job does."""
+        done = {(t.role, t.index) for t, _ in placed}
+        rest = tuple(t for t in job.tasks if (t.role, t.index) not in done)
+        old = self.state.index.jobs.get(job.key)
+        if old is None and not rest:
+            return False
+        if old is not None:
+            self.state.grew(old, placed)
+            grown[job.key] = sum((t.resources for t, _ in placed), ZERO)
+        else:
+            started = RunningJob(job.key, job.vc, job.user, job.priority, now, placed, preemptible=job.preemptible,
+                                 whole_nodes=job.whole_nodes, gang=False, expected_seconds=job.expected_seconds,
+                                 expected_typical=job.expected_typical)
+            self.state.started(started)
+            self._protect(started)
+        if rest:
+            self.pending[job.key] = replace(job, tasks=rest)
+        else:
+            del self.pending[job.key]
+        return True
 
 
 def _holdings(job: RunningJob) -> list[tuple[TaskRequest, str]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pai.vc.capacity import NodePool
+from pai.vc.capacity import Cap, NodePool
 from pai.vc.gang import Gang, Need
 from pai.vc.snapshot import Admission, Placement
 
@@ -17,17 +17,24 @@ class Taken:
     node: int
 
 
-def place(pool: NodePool, gang: Gang, job: str, priority: int, *, ignore_holds: bool = False) -> list[Taken] | None:
-    """Place every task of the gang (biggest first, each on the fullest node that fits) or none of them."""
+def place(pool: NodePool, gang: Gang, job: str, priority: int, *, ignore_holds: bool = False,
+          cap: Cap | None = None) -> list[Taken] | None:
+    """Place every task of the gang (biggest first, each on the fullest node that fits) or none of them. ``cap``:
+    only where it allows, and it keeps what was placed (pai.vc.node_lending)."""
     if not _may_fit(pool, gang):
         return None
     taken: list[Taken] = []
     for need in gang.needs:
-        i = pool.best_fit(need, job, priority, exclusive=gang.exclusive, ignore_holds=ignore_holds)
+        i = pool.best_fit(need, job, priority, exclusive=gang.exclusive, ignore_holds=ignore_holds, cap=cap)
         if i is None:
             release(pool, taken)
+            if cap is not None:
+                for t in taken:
+                    cap.give(t.node, t.need)
             return None
         hold(pool, need, i, gang.exclusive)
+        if cap is not None:
+            cap.take(i, need)
         taken.append(Taken(need, i))
     return taken
 

@@ -64,6 +64,41 @@ class PreemptionPolicy:
         return self.reclaim is not Reclaim.NEVER if reclaim_ok else self.while_borrowing.enabled
 
 
+class FairShareStrategy(StrEnum):
+    """When may a borrowing job preempt borrowed work of another VC under fair sharing (pai.vc.fairshare)?
+    Shares are weighted dominant shares of what a VC borrows (Kueue's DominantResourceShare)."""
+
+    # the preemptor's VC, with the job, has at most the victim's VC's share once the victim is gone
+    LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"
+    # the preemptor's VC, with the job, has less than the victim's VC's share before the victim is gone
+    LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
+
+    def allows(self, preemptor_after: float, victim_before: float, victim_after: float) -> bool:
+        if self is FairShareStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE:
+            return preemptor_after <= victim_after
+        return preemptor_after < victim_before
+
+
+@dataclass(frozen=True, slots=True)
+class FairSharing:
+    """Idle capacity lent out is shared between borrowing VCs by weight, and reclaim between borrowers follows
+    it (docs/scheduling.md#fair-sharing). Off by default."""
+
+    enabled: bool = False
+    strategy: FairShareStrategy = FairShareStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
+
+
+@dataclass(frozen=True, slots=True)
+class NodeLendingLimit:
+    """``scheduler.nodeLendingLimit``: on any one node, work beyond its VC's guarantee (borrowed work) may hold at
+    most this much (pai.vc.node_lending). Each amount is absolute (``4``) or a percent of the node (``"50%"``,
+    of its usable GPUs, its CPUs, its memory); None: that resource is not limited."""
+
+    gpu: int | str | None = None
+    cpu: int | str | None = None
+    memory_mb: int | str | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class SchedulerConfig:
     """Cluster-wide scheduling knobs; the defaults keep every damper off."""
@@ -78,6 +113,12 @@ class SchedulerConfig:
     max_reservations: int = 4
     # Tasks of jobs with two or more GPU tasks take whole nodes (nothing else runs beside them).
     whole_nodes_for_multi_node_gpu: bool = False
+    # Borrowing VCs share idle capacity by weight (VcQuota.weight); off: borrowers go by priority and age.
+    fair_sharing: FairSharing = field(default_factory=FairSharing)
+    # The first this many waiting jobs of each VC get a computed "what would unblock it" (pai.vc.unblock); 0: none.
+    unblock_hints_per_vc: int = 10
+    # Borrowed work may hold at most this much of any one node (pai.vc.node_lending); None: no per-node limit.
+    node_lending_limit: NodeLendingLimit | None = None
 
 
 DEFAULT_POLICY = PreemptionPolicy()

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 from pai.domain.resources import ZERO, Resources
 from pai.vc.capacity import NodePool
+from pai.vc.fairshare import FairShare
 from pai.vc.gang import Gang
 from pai.vc.ledger import VcLedger
 from pai.vc.order import always_borrows
 from pai.vc.placement import Taken, hold, place, release
 from pai.vc.policy import Reclaim, WithinVc
 from pai.vc.search import (
+    FAIR_SHARE,
     HINTS,
     IN_FLIGHT,
     RECLAIM,
@@ -35,16 +37,18 @@ from pai.vc.search import (
 from pai.vc.snapshot import PendingJob, RunningJob
 from pai.vc.victims import VictimIndex
 
-__all__ = ["IN_FLIGHT", "RECLAIM", "WHILE_BORROWING", "WITHIN_VC", "Hold", "Plan", "Planner", "Victim", "undo_holds"]
+__all__ = ["FAIR_SHARE", "IN_FLIGHT", "RECLAIM", "WHILE_BORROWING", "WITHIN_VC", "Hold", "Plan", "Planner", "Victim",
+           "undo_holds"]
 
 
 class Planner(NodeSearch):
     """The rules and the plans they allow, over the running jobs of one pass."""
 
     def __init__(self, pool: NodePool, vcs: dict[str, VcLedger], index: VictimIndex, *, now: float,
-                 min_run_seconds: float) -> None:
+                 min_run_seconds: float, fair: FairShare | None = None) -> None:
         super().__init__(pool, index)
         self.vcs = vcs
+        self.fair = fair  # fair sharing's rules (None: off)
         self.now = now
         self.min_run_seconds = min_run_seconds
         self.refused_pinned = False  # did the last ``plan`` meet non-preemptible work it would otherwise take?
@@ -57,8 +61,11 @@ class Planner(NodeSearch):
     def rule(self, victim: RunningJob, s: Search, local: dict[str, Resources] | None = None) -> str | None:
         """Jobs being stopped for this job or for nobody waiting; else, none that is non-preemptible or younger
         than the minimum run time; of its own VC as ``withinVc`` allows; of another, as ``reclaim`` (or
-        ``whileBorrowing``) allows, from a VC still above its guarantee (or oppo work)."""
+        ``whileBorrowing``) allows, from a VC still above its guarantee (or oppo work); else by fair share where
+        fair sharing is on (pai.vc.fairshare)."""
         job, vc = s.job, s.vc
+        if victim.key == job.key:
+            return None  # the placed tasks of a non-gang job whose other tasks wait (pai.vc.nongang)
         if victim.preempting:
             ok = victim.preempted_by == job.key or victim.preempted_by not in s.pending
             return IN_FLIGHT if ok else None
@@ -75,7 +82,8 @@ class Planner(NodeSearch):
             if not policy.reclaim.allows(victim.priority, job.priority):
                 return None
         elif not policy.while_borrowing.allows(victim.priority, job.priority):
-            return None
+            fair = self.fair
+            return FAIR_SHARE if fair is not None and fair.allows(victim, s, local) else None
         if not (always_borrows(victim.priority) or self._source(victim.vc, s, local)):
             return None
         return RECLAIM if s.reclaim_ok else WHILE_BORROWING
@@ -115,14 +123,16 @@ class Planner(NodeSearch):
         reclaim_ok = not always_borrows(job.priority) and vc.within_guarantee(gang.request)
         own = self.own_in_flight(job.key)
         # a job already preempted for waits for those victims and preempts nothing more
-        allow_new = not own and self.may_preempt(vc, reclaim_ok)
+        fair = None if self.fair is None else self.fair.preemptor_share(job, gang, vc, reclaim_ok)
+        allow_new = not own and (self.may_preempt(vc, reclaim_ok) or fair is not None)
         if not allow_new and not own:
             return None  # nothing it may preempt, nothing being stopped for it
         # look first where jobs are being stopped: for this job, then for nobody
         index = self.pool.index
         flight = own if own else [r for r in self.index.in_flight_for_nobody(pending) if r.key not in self.claimed]
         hints = list(dict.fromkeys(index[n] for r in flight for _, n in r.tasks if n in index))[:HINTS]
-        plain = Search(job, gang, vc, pending, reclaim_ok, allow_new, hints=hints, ignore_pinned=ignore_pinned)
+        plain = Search(job, gang, vc, pending, reclaim_ok, allow_new, hints=hints, ignore_pinned=ignore_pinned,
+                       fair=fair)
         if not (allow_new and not reclaim_ok and self._may_combine(job, gang, vc)):
             return self._search(plain)
         # Combined preemption may apply. A probe that allows the victims of both rules and keeps no guarantee finds

@@ -120,7 +120,7 @@ class _Replay:
     def _add_live(self, live: LiveJob) -> None:
         j = live.job
         pending = PendingJob(key=j.key, vc=j.vc, user=j.user, priority=j.priority, submitted_at=live.submitted_at,
-                             tasks=tuple(t for t, _ in j.tasks), preemptible=j.preemptible)
+                             tasks=tuple(t for t, _ in j.tasks), preemptible=j.preemptible, whole_nodes=j.whole_nodes)
         run = _Run(pending, live.duration, j.request.gpu, live=True, requeue=not live.stopping,
                    running_since=self.s.start, first_start=j.started_at, leaving=live.stopping)
         self.runs[j.key] = run

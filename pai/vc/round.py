@@ -7,8 +7,11 @@ from collections.abc import Iterable
 
 from pai.domain.resources import ZERO, Resources
 from pai.vc.explain import explain_no_fit
+from pai.vc.fairshare import NO_RANK, fair_share
 from pai.vc.gang import Gang
 from pai.vc.ledger import VcLedger
+from pai.vc.node_lending import place_borrowed, refuse_plan
+from pai.vc.nongang import consider_tasks
 from pai.vc.order import always_borrows, queue_key
 from pai.vc.placement import Taken, place, release, to_admission
 from pai.vc.policy import WithinVc
@@ -17,6 +20,7 @@ from pai.vc.reasons import WaitCode, with_position
 from pai.vc.reservation import reserve, unreserve
 from pai.vc.snapshot import Admission, Decision, PendingJob, Preemption, RunningJob, WaitingReason
 from pai.vc.state import State
+from pai.vc.unblock import add_hints
 from pai.vc.wording import (
     at_max,
     held_by_non_preemptible,
@@ -46,7 +50,9 @@ class Round:
         self.total = state.total
         self.vcs = state.vcs
         self.lenders = state.lenders
-        self.planner = Planner(self.pool, self.vcs, state.index, now=now, min_run_seconds=self.cfg.min_run_seconds)
+        self.fair = fair_share(self.cfg.fair_sharing, self.total, self.vcs)  # None: fair sharing is off
+        self.planner = Planner(self.pool, self.vcs, state.index, now=now, min_run_seconds=self.cfg.min_run_seconds,
+                               fair=self.fair)
         total = self.total.gpu if self.total.gpu > 0 else self.total.cpu
         self.budget = total * self.cfg.max_preemption_fraction if self.cfg.max_preemption_fraction < 1 else None
         self.preempted = 0  # GPUs (CPUs on a CPU-only cluster) preempted in this pass
@@ -54,7 +60,7 @@ class Round:
         self.admitted: list[tuple[PendingJob, list[Taken]]] = []
         self.preemptions: list[Preemption] = []
         self.planned: dict[str, Admission] = {}
-        self.planned_jobs: list[PendingJob] = []
+        self.planned_jobs: list[tuple[PendingJob, Resources]] = []  # with what each holds (a gang, or one task)
         self.holds: list[Hold] = []
         self.reasons: dict[str, WaitingReason] = {}
         # jobs known to wait (IncrementalScheduler, when nothing freed since): their reason stands
@@ -87,11 +93,11 @@ class Round:
                 self._wait(job, WaitCode.UNKNOWN_VC.reason(f"virtual cluster `{job.vc}` does not exist", vc=job.vc))
         self._next = dict.fromkeys(self._queues, 0)
         self._version = dict.fromkeys(self._queues, 0)
-        self._heads: list[tuple[bool, int, float, str, int, str]] = []
+        self._heads: list[tuple[bool, tuple[bool, float], int, float, str, int, str]] = []
         for name in self._queues:
             self._push_head(name)
         while self._heads:
-            borrowing, _, _, _, version, name = heapq.heappop(self._heads)
+            borrowing, _, _, _, _, version, name = heapq.heappop(self._heads)
             if version != self._version[name]:
                 continue  # stale: the VC's usage changed since this entry was pushed
             jobs = self._queues[name]
@@ -105,17 +111,25 @@ class Round:
                     self._wait_fifo(later)
                 self._next[name] = len(jobs)
             self._push_head(name)
-        return Decision(tuple(self.admissions), tuple(self.preemptions), self._positions(queue), dict(self.planned))
+        waiting = self._positions(queue)
+        if self.cfg.unblock_hints_per_vc > 0:  # what would unblock each, on what the pass leaves
+            waiting = add_hints(self.state, queue, waiting, now=self.now, claimed=self.planner.claimed,
+                                started=self.admitted, no_fit=self._no_fit.keys())
+        return Decision(tuple(self.admissions), tuple(self.preemptions), waiting, dict(self.planned))
 
     def _push_head(self, name: str) -> None:
-        """Offer the VC's next job: across VCs, jobs within their VC's guarantee first, then priority, then age."""
+        """Offer the VC's next job: across VCs, jobs within their VC's guarantee first, then (fair sharing) the
+        lowest share of its VC with it, then priority, then age. A VC's share moves only with its own usage, when
+        its head is offered anew: the order is exact."""
         self._version[name] += 1
         jobs = self._queues[name]
         k = self._next[name]
         if k < len(jobs):
             job = jobs[k]
-            entry = (self._borrows(job, self.vcs[name]), -job.priority, job.submitted_at, job.key,
-                     self._version[name], name)
+            vc = self.vcs[name]
+            borrows = self._borrows(job, vc)
+            rank = self.fair.rank(job, self.gang(job).request, vc) if borrows and self.fair is not None else NO_RANK
+            entry = (borrows, rank, -job.priority, job.submitted_at, job.key, self._version[name], name)
             heapq.heappush(self._heads, entry)
 
     def _borrows(self, job: PendingJob, vc: VcLedger) -> bool:
@@ -123,6 +137,8 @@ class Round:
 
     def _consider(self, job: PendingJob, vc: VcLedger, *, borrowing: bool) -> bool:
         """Admit the job, plan it behind preemptions, or record why it waits. True when admitted."""
+        if not job.gang:
+            return consider_tasks(self, job, vc)
         gang = self.gang(job)
         request = gang.request
         if not vc.user_fits(job.user, request.gpu):
@@ -134,7 +150,11 @@ class Round:
             return self._wait(job, lending_limited(vc, request, self.lenders))
         quota_ok = vc.fits_max_now(request)
         if quota_ok:
-            taken = self._place(job, gang)
+            lending = self.state.lending  # the per-node lending limit (None: off)
+            taken = (self._place(job, gang) if lending is None or not borrowing
+                     else place_borrowed(self, job, gang, lending))
+            if isinstance(taken, WaitingReason):  # only the per-node lending limit keeps it out
+                return self._wait(job, taken)
             if taken is not None:
                 self._admit(job, vc, gang, taken)
                 return True
@@ -151,7 +171,10 @@ class Round:
             memo_key = (id(reason), vc.name, vc.used, vc.leaving, request)  # reason: kept in _no_fit
             hinted = self._hints.get(memo_key)
             if hinted is None:
-                hinted = self._hints[memo_key] = _cannot_reclaim(reason, vc, request)
+                hinted = _cannot_reclaim(reason, vc, request)
+                if self.fair is not None:
+                    hinted = self.fair.hint(hinted, vc, request)
+                self._hints[memo_key] = hinted
             reason = hinted
         held = self.reserved.get(job.key)
         if held:
@@ -165,6 +188,14 @@ class Round:
         if self._borrowing_vcs is None:
             self._borrowing_vcs = {v.name for v in self.vcs.values() if not v.within_guarantee(ZERO)}
         return bool(self._borrowing_vcs - {vc.name})
+
+    def _place_as(self, job: PendingJob, gang: Gang, borrowing: bool) -> list[Taken] | WaitingReason | None:
+        """``_place``; a borrowing job where the per-node lending limit is set: only where it leaves room, or the
+        ``LendingLimit`` reason when only that limit keeps it out (pai.vc.nongang; ``_consider`` inlines it)."""
+        lending = self.state.lending
+        if lending is None or not borrowing:
+            return self._place(job, gang)
+        return place_borrowed(self, job, gang, lending)
 
     def _place(self, job: PendingJob, gang: Gang) -> list[Taken] | None:
         memo = (gang.key, job.priority)
@@ -216,6 +247,11 @@ class Round:
             if memo in self.no_plan_kept:
                 return self.no_plan_kept[memo]
         plan = self.planner.plan(job, gang, vc, self.pending_keys)
+        refused = None if plan is None or self.state.lending is None else refuse_plan(self, job, gang, vc, plan)
+        if refused is not None:  # its placement would put a node past the per-node lending limit
+            if not special:
+                self._no_plan[memo] = refused
+            return refused
         if plan is None:
             result = waiting_for_victims(len(own), None) if own else None
             if not special:
@@ -238,7 +274,7 @@ class Round:
         self.preempted += cost
         vc.add(job.user, gang.request)
         self.state.used_all = self.state.used_all + gang.request
-        self.planned_jobs.append(job)
+        self.planned_jobs.append((job, gang.request))
         for v in plan.new_victims:
             source = self.vcs.get(v.job.vc)
             if source is not None:
@@ -265,6 +301,8 @@ class Round:
         for job in queue:
             if len(self.reserved) >= limit:
                 return
+            if not job.gang:
+                continue  # placed task by task: no node is held for all of it
             if self.now - job.submitted_at < self.cfg.reservation_after_seconds:
                 continue
             vc = self.vcs.get(job.vc)
@@ -289,8 +327,7 @@ class Round:
         """Give back what the pass held only for itself: planned placements, their VC usage, reservations."""
         undo_holds(self.pool, self.holds)
         self.holds = []
-        for job in self.planned_jobs:
-            request = self.gang(job).request
+        for job, request in self.planned_jobs:
             self.vcs[job.vc].remove(job.user, request)
             self.state.used_all = self.state.used_all - request
         self.planned_jobs = []

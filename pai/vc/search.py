@@ -8,8 +8,9 @@ pai.vc.preemption); what a node's jobs that may not be taken hold is never count
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, zip_longest
 
 from pai.domain.resources import ZERO, Resources
 from pai.vc.capacity import NodePool
@@ -23,6 +24,7 @@ IN_FLIGHT = "in-flight"  # a job already being stopped: no new preemption, its c
 RECLAIM = "reclaim"
 WHILE_BORROWING = "while-borrowing"
 WITHIN_VC = "within-vc"
+FAIR_SHARE = "fair-share"  # a borrower takes borrowed work of a VC with a higher share (pai.vc.fairshare)
 EXAMINE_NODES = 128  # nodes looked at per task before giving up (keeps a decision in milliseconds)
 ENOUGH_CHOICES = 4  # feasible nodes priced per task before the cheapest is taken
 HINTS = 64  # nodes of jobs being stopped looked at first
@@ -34,6 +36,7 @@ class Victim:
     job: RunningJob
     rule: str
     nodes: list[int] = field(default_factory=list)
+    whole: bool = False  # it held whole nodes: freeing it opens them
 
 
 @dataclass(slots=True)
@@ -72,12 +75,13 @@ class Search:
     ignore_pinned: bool = False  # as if non-preemptible jobs were not: what would the job take?
     room: list[tuple[RunningJob, str]] = field(default_factory=list)  # combined: own victims chosen first
     probe: bool = False  # is there room at all? (the first feasible node per task; no pruning)
+    fair: float | None = None  # fair sharing: the share of the job's VC with the job, where the rule applies to it
     own: str = field(init=False)  # the job's VC, by name (read in the inner loops)
     others: bool = field(init=False)  # may it take other VCs' jobs at all (those not already being stopped)?
 
     def __post_init__(self) -> None:
         self.own = self.vc.name
-        self.others = self.vc.quota.preemption.takes_others(self.reclaim_ok)
+        self.others = self.vc.quota.preemption.takes_others(self.reclaim_ok) or self.fair is not None
 
 
 class NodeSearch(ABC):
@@ -124,13 +128,14 @@ class NodeSearch(ABC):
         feasible = 0
         dead = s.dead.setdefault(need.kind, set())
         # a job that may preempt nothing new only looks where its own victims are being stopped
-        nodes = chain(s.hints, pool.emptiest(need.gpu_type)) if s.allow_new else iter(s.hints)
+        nodes = chain(s.hints, self._nodes(need)) if s.allow_new else iter(s.hints)
         enough = 1 if s.probe else ENOUGH_CHOICES  # a probe asks only whether there is room
         held = pool.held
         for examined, i in enumerate(nodes):
             if examined >= EXAMINE_NODES or feasible >= enough:
                 break
-            if (i in dead or not pool.open[i] or (need.gpu_type is not None and pool.gpu_type[i] != need.gpu_type)
+            if (i in dead or not (pool.open[i] or pool.closed_for_whole(i))
+                    or (need.gpu_type is not None and pool.gpu_type[i] != need.gpu_type)
                     or pool.total_gpu[i] < need.gpu or pool.total_cpu[i] < need.cpu
                     or pool.total_mem[i] < need.mem or (need.selector and not pool.matches(i, None, need.selector))
                     or (held and i in held and self._held(i, s))):
@@ -149,6 +154,15 @@ class NodeSearch(ABC):
                 break  # jobs already being stopped make room: nothing cheaper
         return None if best is None else (best[1], best[2])
 
+    def _nodes(self, need: Need) -> Iterator[int]:
+        """Open nodes, emptiest first; where whole-node work runs, its nodes (closed to new work, but a victim's
+        eviction frees the whole node) in turn with them, so that both are looked at within EXAMINE_NODES."""
+        pool = self.pool
+        if not pool.whole:
+            return pool.emptiest(need.gpu_type)
+        pairs = zip_longest(pool.emptiest(need.gpu_type), pool.whole_nodes(need.gpu_type))
+        return (i for pair in pairs for i in pair if i is not None)
+
     def _held(self, i: int, s: Search) -> bool:
         held = self.pool.held.get(i)
         return held is not None and held[0] != s.job.key and s.job.priority <= held[1]
@@ -161,6 +175,8 @@ class NodeSearch(ABC):
         tasks = pool.tasks_on[i]
         rest = pool.total_gpu[i] - g  # GPUs the node's other jobs hold: all that freeing could add
         exclusive = s.gang.exclusive
+        # tasks of whole-node work on the node: while any stays, nothing else may run there
+        whole, is_whole = (pool.whole.get(i, 0), self.index.whole) if pool.whole else (0, None)
         local: dict[str, Resources] = {}
         picked: list[tuple[RunningJob, str]] = []
         own = s.own
@@ -172,7 +188,8 @@ class NodeSearch(ABC):
                 if phase is not later and r.vc == own and not r.preempting:
                     later.append(entry)
                     continue
-                if g >= need.gpu and c >= need.cpu and m >= need.mem and p >= need.ports and not (exclusive and tasks):
+                if (g >= need.gpu and c >= need.cpu and m >= need.mem and p >= need.ports and not (exclusive and tasks)
+                        and not whole):
                     done = True
                     break
                 rest -= jg
@@ -185,34 +202,42 @@ class NodeSearch(ABC):
                         return None  # what is left on the node cannot make room
                     continue
                 picked.append((r, rule))
+                if whole and is_whole is not None and is_whole(r):
+                    whole -= jt
                 if rule != IN_FLIGHT:
                     local[r.vc] = local.get(r.vc, ZERO) + r.request
                 g, c, m, tasks = g + jg, c + jc, m + jm, tasks - jt
             if done:
                 break
-        fits = g >= need.gpu and c >= need.cpu and m >= need.mem and p >= need.ports
+        fits = g >= need.gpu and c >= need.cpu and m >= need.mem and p >= need.ports and not whole
         if exclusive:
             fits = fits and tasks == 0 and g == pool.total_gpu[i] and c == pool.total_cpu[i]
         return picked if fits and picked else None
 
     def _give(self, v: Victim) -> None:
-        """Free the victim's tasks in the pool."""
+        """Free the victim's tasks in the pool (and the nodes it held whole, once nothing else holds them)."""
         pool = self.pool
+        whole = v.whole = bool(pool.whole) and self.index.whole(v.job)
         v.nodes = []
         for task, node in v.job.tasks:
             i = pool.index.get(node)
             if i is not None:
                 r = task.resources
                 pool.give(i, r.gpu, r.cpu, r.memory_mb, 0)
+                if whole:
+                    pool.add_whole(i, -1)
                 v.nodes.append(i)
 
     def _take(self, v: Victim) -> None:
         pool = self.pool
+        whole = v.whole
         for task, node in v.job.tasks:
             i = pool.index.get(node)
             if i is not None:
                 r = task.resources
                 pool.take(i, r.gpu, r.cpu, r.memory_mb, 0)
+                if whole:
+                    pool.add_whole(i, 1)
 
     def commit(self, plan: Plan, gang: Gang) -> list[Hold]:
         """Hold the plan's placement on the pool: the gang uses its victims' capacity first, then free capacity;

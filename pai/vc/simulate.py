@@ -96,7 +96,9 @@ def _running(j: Mapping[str, Any], k: int, classes: ClusterConfig) -> RunningJob
     return RunningJob(key=str(_need(j, "name", where)), vc=str(j.get("vc", "default")), user=str(j.get("user", "")),
                       priority=_priority(j.get("priority", 10), classes, where),
                       started_at=float(j.get("startedAt", 0)), tasks=tasks,
-                      preempting=bool(j.get("preempting", False)), preemptible=bool(j.get("preemptible", True)))
+                      preempting=bool(j.get("preempting", False)), preemptible=bool(j.get("preemptible", True)),
+                      whole_nodes=bool(j.get("wholeNodes", False)),
+                      expected_seconds=None if j.get("expectedSeconds") is None else float(j["expectedSeconds"]))
 
 
 def _pending(j: Mapping[str, Any], k: int, classes: ClusterConfig) -> PendingJob:
@@ -104,7 +106,7 @@ def _pending(j: Mapping[str, Any], k: int, classes: ClusterConfig) -> PendingJob
     return PendingJob(key=str(_need(j, "name", where)), vc=str(j.get("vc", "default")), user=str(j.get("user", "")),
                       priority=_priority(j.get("priority", 10), classes, where),
                       submitted_at=float(j.get("submittedAt", 0)),
-                      tasks=tuple(t for t, _ in _task_requests(j, where)))
+                      tasks=tuple(t for t, _ in _task_requests(j, where)), whole_nodes=bool(j.get("wholeNodes", False)))
 
 
 def _nodes(raw: Sequence[Mapping[str, Any]], running: Sequence[RunningJob]) -> tuple[NodeView, ...]:

@@ -57,6 +57,12 @@ class PendingJob:
     submitted_at: float
     tasks: tuple[TaskRequest, ...]
     preemptible: bool = True  # False: once it runs, no rule may preempt it
+    whole_nodes: bool = False  # every task takes a whole node, nothing else beside it (extras.wholeNodes)
+    # False (OpenPAI ``gangAllocation: false``): its tasks are placed one by one as each fits (pai.vc.nongang); a
+    # job partly placed is then also a RunningJob of the same key, for its placed tasks
+    gang: bool = True
+    expected_seconds: float | None = None  # how long it is expected to run once started (RunningJob's)
+    expected_typical: bool = False  # (RunningJob's)
 
     @property
     def request(self) -> Resources:
@@ -79,6 +85,11 @@ class RunningJob:
     # False: never a victim, nor capacity a preemption could free (a job that needs it waits; others may use
     # what is idle beside it, and no reservation holds its nodes)
     preemptible: bool = True
+    whole_nodes: bool = False  # asked for whole nodes (the cluster rule may give them too: gang.takes_whole_nodes)
+    gang: bool = True  # False: placed task by task, so wholeNodesForMultiNodeGpu does not apply to it
+    # how long it is expected to run (declared, or typical of its kind), for when it should end; None: unknown
+    expected_seconds: float | None = None
+    expected_typical: bool = False  # expected_seconds is the typical run time of its user's jobs, not declared
 
     @property
     def request(self) -> Resources:
@@ -105,6 +116,7 @@ class VcQuota:
     strict_fifo: bool = False
     user_gpu_limit: int | None = None
     user_gpu_limits: dict[str, int] = field(default_factory=dict)
+    weight: float = 1.0  # its weight under fair sharing (pai.vc.fairshare): 2 borrows twice what 1 does; 0: last
 
     def gpu_limit_for(self, user: str) -> int | None:
         return self.user_gpu_limits.get(user, self.user_gpu_limit)

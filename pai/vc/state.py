@@ -4,11 +4,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from functools import partial
+
 from pai.domain.resources import ZERO, Resources
 from pai.vc.capacity import NodePool
 from pai.vc.explain import explain_never_fits
-from pai.vc.gang import Gang
+from pai.vc.gang import Gang, takes_whole_nodes
 from pai.vc.ledger import VcLedger
+from pai.vc.node_lending import NodeLending
 from pai.vc.placement import place, release
 from pai.vc.policy import SchedulerConfig
 from pai.vc.quota import cluster_total, effective_quotas
@@ -31,23 +35,29 @@ class State:
         for n in snap.nodes:
             if n.schedulable:
                 self.used_all = self.used_all + n.used
-        self.index = VictimIndex(snap.running, self.pool.index)
-        self.exclusive_tasks: dict[int, int] = {}  # node -> tasks of whole-node jobs on it
+        # (a function of the configuration, not a bound method: the index must not hold the State in a cycle, which
+        # only the collector would free, and a pass's worth of objects would wait for it)
+        self.index = VictimIndex(snap.running, self.pool.index,
+                                 partial(holds_whole_nodes, cluster_rule=self.cfg.whole_nodes_for_multi_node_gpu))
         for job in snap.running:
             self._count(job, on_nodes=False)
+        limit = self.cfg.node_lending_limit  # borrowed work per node (None: no per-node limit, nothing counted)
+        self.lending = None if limit is None else NodeLending.of(limit, self.pool, self.vcs, self.index)
         self.gangs: dict[str, Gang] = {}
-        self._shapes: dict[tuple[TaskRequest, ...], Gang] = {}
+        self._shapes: dict[tuple[tuple[TaskRequest, ...], bool], Gang] = {}
         self._empty: NodePool | None = None
         self._never: dict[object, WaitingReason | None] = {}
 
     def gang(self, job: PendingJob) -> Gang:
         g = self.gangs.get(job.key)
         if g is None:
-            g = self._shapes.get(job.tasks)  # jobs of equal tasks share one Gang
+            shape = (job.tasks, job.whole_nodes)
+            g = self._shapes.get(shape)  # jobs of equal tasks share one Gang
             if g is None:
                 if len(self._shapes) > 10_000:
                     self._shapes.clear()
-                g = self._shapes[job.tasks] = Gang.of(job.tasks, self.cfg.whole_nodes_for_multi_node_gpu)
+                g = self._shapes[shape] = Gang.of(job.tasks, self.cfg.whole_nodes_for_multi_node_gpu,
+                                                  whole_nodes=job.whole_nodes)
             self.gangs[job.key] = g
         return g
 
@@ -63,7 +73,8 @@ class State:
         return self._never[gang.key]
 
     def exclusive(self, job: RunningJob) -> bool:
-        return self.cfg.whole_nodes_for_multi_node_gpu and sum(1 for t, _ in job.tasks if t.resources.gpu) >= 2
+        """Does the running job hold whole nodes (asked for, or by the cluster rule)?"""
+        return holds_whole_nodes(job, self.cfg.whole_nodes_for_multi_node_gpu)
 
     def _count(self, job: RunningJob, *, on_nodes: bool) -> None:
         """Add a running job's usage; ``on_nodes``: also take its resources and ports on the nodes (NodeView.used
@@ -81,8 +92,7 @@ class State:
             else:
                 self.pool.tasks_on[i] += 1
             if exclusive:
-                self.pool.close(i)
-                self.exclusive_tasks[i] = self.exclusive_tasks.get(i, 0) + 1
+                self.pool.add_whole(i, 1)
         if not job.preemptible:
             self._pin(job, 1)
         vc = self.vcs.get(job.vc)
@@ -104,24 +114,45 @@ class State:
     def started(self, job: RunningJob) -> None:
         """A job admitted by a pass now runs: its capacity and VC usage were already taken by the pass."""
         self.index.add(job)
+        self._lent(job.vc)
         self._pin(job, 1)
-        if self.exclusive(job):
+        if self.exclusive(job):  # the pass closed its nodes when it placed it
             for _, node in job.tasks:
                 i = self.pool.index[node]
-                self.exclusive_tasks[i] = self.exclusive_tasks.get(i, 0) + 1
+                self.pool.whole[i] = self.pool.whole.get(i, 0) + 1
+
+    def grew(self, job: RunningJob, placed: tuple[tuple[TaskRequest, str], ...]) -> RunningJob:
+        """A pass placed more tasks of a running non-gang job (pai.vc.nongang); their capacity and VC usage were
+        already taken by the pass. Returns the job with all its placed tasks."""
+        grown = replace(job, tasks=job.tasks + placed)
+        self._reindex(grown)
+        self._lent(job.vc)
+        if self.exclusive(grown):  # the pass closed their nodes when it placed them
+            for _, node in placed:
+                i = self.pool.index[node]
+                self.pool.whole[i] = self.pool.whole.get(i, 0) + 1
+        return grown
 
     def added(self, job: RunningJob) -> None:
         """A job runs that no pass admitted (the launcher followed it from the store): take what it holds."""
         self._count(job, on_nodes=True)
         self.index.add(job)
+        self._lent(job.vc)
 
     def replaced(self, job: RunningJob) -> None:
         """A running job's record changed (its start time, say), not what it holds nor whether it is leaving."""
         self._reindex(job)
+        self._lent(job.vc)  # its place in victim order, so which of its VC's jobs borrow, may change
 
     def preempting(self, job: RunningJob) -> None:
         """A victim chosen by a pass is being stopped (its VC already counts it as leaving)."""
         self._reindex(job)
+        self._lent(job.vc)
+
+    def _lent(self, vc: str) -> None:
+        """The VC's running jobs changed: which of them borrow is computed again before the next pass."""
+        if self.lending is not None:
+            self.lending.dirty.add(vc)
 
     def _reindex(self, job: RunningJob) -> None:
         old = self.index.remove(job.key)
@@ -136,6 +167,7 @@ class State:
         if job is None:
             return None
         self._pin(job, -1)
+        self._lent(job.vc)
         exclusive = self.exclusive(job)
         for task, node in job.tasks:
             i = self.pool.index.get(node)
@@ -143,9 +175,7 @@ class State:
                 r = task.resources
                 self.pool.give(i, r.gpu, r.cpu, r.memory_mb, task.ports)
                 if exclusive:
-                    self.exclusive_tasks[i] -= 1
-                    if not self.exclusive_tasks[i]:
-                        self.pool.reopen(i)
+                    self.pool.add_whole(i, -1)
                 if self.nodes[i].schedulable:
                     self.used_all = self.used_all - r
         vc = self.vcs.get(job.vc)
@@ -154,3 +184,11 @@ class State:
             if job.preempting:
                 vc.unmark_leaving(job.request)
         return job
+
+
+def holds_whole_nodes(job: RunningJob, cluster_rule: bool) -> bool:
+    """Does the running job hold whole nodes: asked for, or by the cluster rule (``wholeNodesForMultiNodeGpu``)?"""
+    if job.whole_nodes or not cluster_rule:  # the common case: no count needed
+        return job.whole_nodes
+    gpu_tasks = sum(1 for t, _ in job.tasks if t.resources.gpu) if job.gang else 0  # non-gang: task by task
+    return takes_whole_nodes(job.whole_nodes, gpu_tasks, cluster_rule)

@@ -6,7 +6,7 @@ preempted, so an incremental scheduler can reuse it across passes."""
 from __future__ import annotations
 
 from bisect import insort
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from pai.vc.order import always_borrows
 from pai.vc.snapshot import RunningJob
@@ -34,10 +34,32 @@ def _entry_order(entry: OnNode) -> tuple[bool, int, float, str]:
     return _node_order(entry[0])
 
 
+def node_shares(job: RunningJob, node_index: dict[str, int]) -> dict[int, list[int]]:
+    """Node index -> [gpu, cpu, memory, tasks] of the job on that node (nodes not in ``node_index`` left out)."""
+    out: dict[int, list[int]] = {}
+    for t, node in job.tasks:
+        i = node_index.get(node)
+        if i is not None:
+            acc = out.setdefault(i, [0, 0, 0, 0])
+            acc[0] += t.resources.gpu
+            acc[1] += t.resources.cpu
+            acc[2] += t.resources.memory_mb
+            acc[3] += 1
+    return out
+
+
+def asks_whole_nodes(job: RunningJob) -> bool:
+    return job.whole_nodes
+
+
 class VictimIndex:
-    def __init__(self, running: Iterable[RunningJob], node_index: dict[str, int]) -> None:
+    """``whole``: does a running job hold whole nodes (State.exclusive: asked for, or by the cluster rule)?"""
+
+    def __init__(self, running: Iterable[RunningJob], node_index: dict[str, int],
+                 whole: Callable[[RunningJob], bool] = asks_whole_nodes) -> None:
         self.jobs = {r.key: r for r in running}
         self.node_index = node_index
+        self.whole = whole
         self.preempted_for: dict[str, list[RunningJob]] = {}
         self.pinned = 0  # non-preemptible jobs that are not leaving: when 0, no search need say they hold anything
         self.oppo: dict[str, int] = {}  # VC -> its oppo jobs that are not leaving (work that always borrows)
@@ -49,18 +71,7 @@ class VictimIndex:
         self._on_node: dict[int, list[OnNode]] | None = None
 
     def _shares(self, job: RunningJob) -> dict[int, list[int]]:
-        """Node index -> [gpu, cpu, memory, tasks] of the job on that node."""
-        index = self.node_index
-        out: dict[int, list[int]] = {}
-        for t, node in job.tasks:
-            i = index.get(node)
-            if i is not None:
-                acc = out.setdefault(i, [0, 0, 0, 0])
-                acc[0] += t.resources.gpu
-                acc[1] += t.resources.cpu
-                acc[2] += t.resources.memory_mb
-                acc[3] += 1
-        return out
+        return node_shares(job, self.node_index)
 
     def by_vc(self, vc: str) -> list[RunningJob]:
         """The VC's running jobs that are not being stopped, in victim order."""

@@ -6,7 +6,7 @@ from typing import Any
 
 from pai.domain.resources import Resources
 from pai.vc.ledger import VcLedger
-from pai.vc.preemption import IN_FLIGHT, RECLAIM, WHILE_BORROWING, WITHIN_VC
+from pai.vc.preemption import FAIR_SHARE, IN_FLIGHT, RECLAIM, WHILE_BORROWING, WITHIN_VC
 from pai.vc.reasons import WaitCode
 from pai.vc.snapshot import Admission, PendingJob, RunningJob, WaitingReason
 
@@ -68,5 +68,9 @@ def preemption_message(victim: RunningJob, job: PendingJob, rule: str) -> str:
     if rule == WITHIN_VC:
         return (f"{job.key} (priority {job.priority}) preempts {victim.key} (priority {victim.priority}) "
                 f"in VC `{job.vc}`")
+    if rule == FAIR_SHARE:
+        return (f"fair sharing: VC `{victim.vc}` borrows a larger weighted share of the cluster than VC `{job.vc}` "
+                f"would with {job.key} (priority {job.priority}), which preempts {victim.key} "
+                f"(priority {victim.priority})")
     assert rule != IN_FLIGHT, "jobs already being stopped are not preempted again"
     return f"{job.key} preempts {victim.key} ({rule})"

@@ -37,11 +37,11 @@ def test_submit_json_from_stdin_posts_application_json(run: Run, logged_in: Fake
 
 
 def test_warnings_of_the_answer_go_to_stderr(run: Run, logged_in: FakeMaster) -> None:
-    warning = {"field": "extras.gangAllocation", "message": "false is not honoured"}
+    warning = {"field": "authFile", "message": "not used"}
     logged_in.reply("POST", JOBS, {**ACCEPTED, "warnings": [warning]}, status=202)
     result = run("submit", "-", input=V2)
     assert (result.exit_code, result.stdout) == (0, "admin~mnist\n")
-    assert result.stderr == "warning: extras.gangAllocation: false is not honoured\n"
+    assert result.stderr == "warning: authFile: not used\n"
 
 
 def test_openpai_default_fs_code_dir_is_sent_as_written(run: Run, logged_in: FakeMaster, tmp_path: Path) -> None:

@@ -89,6 +89,8 @@ def test_completion_thresholds(role_fields: dict[str, Any], expected: tuple[int 
         pytest.param({"extras": {"gangAllocation": False}}, "gang", False, id="gangAllocation false"),
         pytest.param({}, "preemptible", True, id="preemptible by default"),
         pytest.param({"extras": {"preemptible": False}}, "preemptible", False, id="non-preemptible"),
+        pytest.param({}, "expected_seconds", None, id="no expected duration"),
+        pytest.param({"extras": {"expectedDurationSeconds": 5400}}, "expected_seconds", 5400.0, id="expected duration"),
         pytest.param({"jobEnvs": {"OFF": False, "N": 0}}, "job_envs", {"OFF": "false", "N": "0"}, id="envs"),
         pytest.param({"codeDir": "hdfs://nn:9000/code"}, "code_dir", "hdfs://nn:9000/code", id="codeDir"),
     ],

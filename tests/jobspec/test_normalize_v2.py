@@ -192,6 +192,7 @@ def test_deployment_wraps_only_when_chosen_by_defaults() -> None:
         pytest.param("extras", {"submitFrom": "vscode"}, "gang", True, id="gang by default"),
         pytest.param("extras", {"preemptible": False}, "preemptible", False, id="non-preemptible"),
         pytest.param("extras", {}, "preemptible", True, id="preemptible by default"),
+        pytest.param("extras", {"expectedDurationSeconds": 90.5}, "expected_seconds", 90.5, id="expected duration"),
     ],
 )
 def test_job_level_fields(field: str, value: Any, attribute: str, expected: object) -> None:

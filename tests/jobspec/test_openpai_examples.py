@@ -21,8 +21,8 @@ REFUSED = {
     # them from a file it imported, before it posted the job.
     "v1/mpi/cntk-mpi.json": ("", "malformed JSON: Expecting property name enclosed in double quotes at line 5"),
 }
-# What pai accepts in these examples and does not do: OpenPAI's ssh runtime plugin, extras.gangAllocation false.
-UNHONOURED = {"extras.com.microsoft.pai.runtimeplugin[0].plugin", "extras.gangAllocation"}
+# What pai accepts in these examples and does not do: OpenPAI's ssh runtime plugin.
+UNHONOURED = {"extras.com.microsoft.pai.runtimeplugin[0].plugin"}
 
 
 def _examples() -> list[str]:

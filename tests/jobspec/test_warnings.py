@@ -19,7 +19,7 @@ V1 = [
     ("empty authFile asks for nothing", {"authFile": ""}, []),
     ("killAllOnCompletedTaskNumber, with OpenPAI's X-Warning words", {"killAllOnCompletedTaskNumber": 1},
      [("killAllOnCompletedTaskNumber", "has been obsoleted, please use minFailedTaskCount")]),
-    ("gangAllocation false", {"extras": {"gangAllocation": False}}, [("extras.gangAllocation", "every job")]),
+    ("gangAllocation false is honoured: tasks are placed one by one", {"extras": {"gangAllocation": False}}, []),
     ("gangAllocation true is what pai does", {"extras": {"gangAllocation": True}}, []),
     ("an extras key pai does not read", {"extras": {"jobStatusChangeNotification": {"failed": True}}},
      [("extras.jobStatusChangeNotification", "not used")]),

@@ -95,14 +95,9 @@ def job_states(db: Database) -> dict[str, str]:
         return {j.key: j.state.value for j in jobs.active_jobs(s)}
 
 
-@pytest.mark.parametrize("seed", range(12))
-def test_incremental_passes_decide_what_full_passes_decide_on_random_workloads(
-        databases: tuple[Database, Database], seed: int) -> None:
-    """Two masters see the same random workload (submissions of several sizes, priorities and VCs, tasks that
-    exit, jobs stopped, a node cordoned and back): one schedules incrementally, the other rebuilds every pass from
-    the store. Every pass admits and preempts the same, and the jobs end up in the same states."""
-    rnd = random.Random(seed)
-    clock = Clock(1000.0)
+def two_masters(databases: tuple[Database, Database], clock: Clock) -> list[tuple[Launcher, Agents]]:
+    """The same cluster (VCS, NODES) on two masters, each with its agents registered; the first is to schedule
+    incrementally, the second to rebuild from its store every pass."""
     sides = []
     for db in databases:
         with db.session() as s:
@@ -111,6 +106,18 @@ def test_incremental_passes_decide_what_full_passes_decide_on_random_workloads(
         agents = Agents(launcher)
         agents.register()
         sides.append((launcher, agents))
+    return sides
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_incremental_passes_decide_what_full_passes_decide_on_random_workloads(
+        databases: tuple[Database, Database], seed: int) -> None:
+    """Two masters see the same random workload (submissions of several sizes, priorities and VCs, tasks that
+    exit, jobs stopped, a node cordoned and back): one schedules incrementally, the other rebuilds every pass from
+    the store. Every pass admits and preempts the same, and the jobs end up in the same states."""
+    rnd = random.Random(seed)
+    clock = Clock(1000.0)
+    sides = two_masters(databases, clock)
     (inc, inc_agents), (full, full_agents) = sides
     admitted = preempted = 0
     for step in range(25):

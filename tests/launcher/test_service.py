@@ -203,13 +203,12 @@ def test_default_fs_without_a_configured_one_is_refused_and_nothing_stored(db: D
 
 def test_warnings_of_the_spec_are_events_of_the_job(db: Database) -> None:
     spec = JobSpec(name="j", task_roles=(TaskRoleSpec("w", 1, "true", Resources(0, 1, 256)),), image="busybox")
-    warning = SpecWarning("extras.gangAllocation", "false is not honoured")
+    warning = SpecWarning("authFile", "not used")
     job = Launcher(db, LauncherConfig(), clock=Clock(1000.0)).submit(user("alice"), spec, "{}", [warning])
     with db.session() as s:
         events = [(e.kind, e.message, e.details) for e in history.list_events(s, job.id)]
     assert events == [("submitted", "submitted by alice to VC default", {}),
-                      ("warning", "extras.gangAllocation: false is not honoured",
-                       {"field": "extras.gangAllocation", "message": "false is not honoured"})]
+                      ("warning", "authFile: not used", {"field": "authFile", "message": "not used"})]
 
 
 def _gpu_spec(name: str, gpu: int, *, priority: int = 10, preemptible: bool = True) -> JobSpec:

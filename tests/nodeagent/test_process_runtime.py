@@ -137,8 +137,11 @@ async def test_stop_kills_the_whole_group_after_the_grace_period(
 
 async def test_stop_lets_a_task_finish_within_the_grace_period(runtime: ProcessRuntime, tmp_path: Path) -> None:
     workdir = tmp_path / "a1"
-    await runtime.start(start_task("a1", "trap 'echo saved; exit 0' TERM; while :; do sleep 0.05; done"), workdir)
-    await eventually(lambda: process_group.group_members(runtime.process_group("a1") or 0), what="running")
+    script = "trap 'echo saved; exit 0' TERM; echo trapped >&2; while :; do sleep 0.05; done"
+    await runtime.start(start_task("a1", script), workdir)
+    # the process group exists before the shell has read its trap: wait until the task says it is armed
+    stderr = workdir / "stderr.log"
+    await eventually(lambda: stderr.exists() and stderr.read_text() == "trapped\n", what="trap armed")
     began = time.monotonic()
     await runtime.stop("a1", 30.0, int(PlatformExit.STOPPED), "stopped by the user")
     assert time.monotonic() - began < 10

@@ -28,12 +28,13 @@ extras:
 V1_NO_GANG = json.dumps({"jobName": "nogang", "image": "busybox", "extras": {"gangAllocation": False},
                          "taskRoles": [{"name": "w", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 256,
                                         "gpuNumber": 0, "command": "true"}]})
+V1_AUTH_FILE = V1_NO_GANG.replace('"image"', '"authFile": "hdfs://nn/auth", "image"')
 CASES = [
     # (name, path, body, content type, job, fields warned about)
     ("v2 YAML", "/api/v2/jobs", SSH_AND_INFINIBAND, "text/yaml", "admin~warned",
      ["taskRoles.worker.extraContainerOptions.infiniband", "extras.com.microsoft.pai.runtimeplugin[0].plugin"]),
-    ("v1 on OpenPAI's v1 path", "/api/v1/user/admin/jobs", V1_NO_GANG, "application/json", "admin~nogang",
-     ["extras.gangAllocation"]),
+    ("v1 on OpenPAI's v1 path", "/api/v1/user/admin/jobs", V1_AUTH_FILE, "application/json", "admin~nogang",
+     ["authFile"]),  # gangAllocation: false is honoured, not warned about
 ]
 
 
@@ -50,7 +51,8 @@ async def test_warnings_are_answered_and_recorded(api: Api, name: str, path: str
     assert [e["message"] for e in events] == [f"{w['field']}: {w['message']}" for w in answer["warnings"]]
 
 
-async def test_a_job_with_nothing_unhonoured_has_an_empty_list(api: Api) -> None:
-    status, answer = await api.call("POST", "/api/v2/jobs", body=V1_NO_GANG.replace("false", "true"),
+@pytest.mark.parametrize("gang", ["true", "false"])
+async def test_a_job_with_nothing_unhonoured_has_an_empty_list(api: Api, gang: str) -> None:
+    status, answer = await api.call("POST", "/api/v2/jobs", body=V1_NO_GANG.replace("false", gang),
                                     content_type="application/json")
     assert (status, answer["warnings"]) == (202, [])

@@ -51,6 +51,7 @@ def full_spec() -> JobSpec:
         gpu_type="V100",
         resources=Resources(0, 2, 4096),
         image_auth=RegistryAuth("bot", "pw", "reg.example:5000"),
+        node_selector={"zone": "b", "ssd": "yes"},
     )
     return JobSpec(
         name="full-job_1.0",
@@ -68,6 +69,9 @@ def full_spec() -> JobSpec:
         priority=100,
         gang=False,
         preemptible=False,
+        node_selector={"zone": "a", "ssd": "yes"},
+        whole_nodes=True,
+        expected_seconds=7200.0,
         storages=(StorageMount("data", "/data", "extras.storages[0]", "/nfs/data", True),
                   StorageMount("home", "/mnt/home", "extras.storages[1]", "/nfs/home")),
         secrets={"token": "t0k", "nested": {"list": [1, True, None]}},

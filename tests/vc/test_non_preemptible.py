@@ -93,16 +93,20 @@ def test_the_reason_names_the_work_and_keeps_the_figures() -> None:
     d = schedule(snap([node("n0")], [job("big", 8, priority=100), job("small", 4, at=1)], [pinned("np", "n0", 1)]))
     reason = d.waiting["big"]
     assert reason.message == ("non-preemptible work holds the capacity it needs (np on n0); "
-                              "no node has 8 free GPUs (largest free: 7 on n0)")
+                              "no node has 8 free GPUs (largest free: 7 on n0); "
+                              "5 more GPUs on n0 would do: it would start once np and small exit")
     assert reason.figures == {"nonPreemptible": ["np"], "underlyingCode": "NoNodeFits", "role": "main", "needGpu": 8,
-                              "largestFreeGpu": 7, "node": "n0"}
+                              "largestFreeGpu": 7, "node": "n0",
+                              "unblock": {"kind": "nodeGpus", "node": "n0", "have": 3, "need": 8,
+                                          "jobs": ["np", "small"], "eta": None}}
 
 
 def test_a_vc_at_max_says_which_work_it_cannot_stop() -> None:
     d = schedule(snap(nodes(2), [job("p", 4, vc="dev", priority=100)], [pinned("low", "node-0", 4, vc="dev")],
                       [vc("dev", 0, max=4)]))
     assert d.waiting["p"].message == ("non-preemptible work holds the capacity it needs (low on node-0); "
-                                      "VC `dev` at max: 4/4 GPU in use, the job needs 4")
+                                      "VC `dev` at max: 4/4 GPU in use, the job needs 4; "
+                                      "would fit if VC `dev`'s max GPU were 8 instead of 4, or once low exits")
 
 
 def test_a_job_an_incremental_pass_starts_stays_non_preemptible() -> None:

@@ -10,15 +10,24 @@ from hypothesis import strategies as st
 
 from pai.domain.resources import ZERO, Resources
 from pai.vc import Decision, NodeView, PendingJob, RunningJob, Snapshot, TaskRequest, VcQuota, schedule
-from pai.vc.policy import PreemptionPolicy, Reclaim, SchedulerConfig, WhileBorrowing, WithinVc
+from pai.vc.policy import (
+    FairShareStrategy,
+    FairSharing,
+    PreemptionPolicy,
+    Reclaim,
+    SchedulerConfig,
+    WhileBorrowing,
+    WithinVc,
+)
 from pai.vc.quota import cluster_total, effective_quotas
 
 NAMES = ["a", "b", "c"]
 GPU_TYPES = [None, None, "A100"]
+WEIGHTS = [0.0, 1.0, 1.0, 2.0, 3.0]  # fair sharing's VC weights
 
 
 @st.composite
-def snapshots(draw: st.DrawFn, allow_oppo: bool = True) -> Snapshot:
+def snapshots(draw: st.DrawFn, allow_oppo: bool = True, fair: bool = False) -> Snapshot:
     nodes = []
     for i in range(draw(st.integers(1, 5))):
         nodes.append(NodeView(
@@ -38,8 +47,9 @@ def snapshots(draw: st.DrawFn, allow_oppo: bool = True) -> Snapshot:
                                   WhileBorrowing(draw(st.booleans()), draw(st.sampled_from([-1, 10]))))
         vcs.append(VcQuota(name, g, mx, lending_limit=draw(st.sampled_from([None, ZERO, Resources(2, 8, 16_000)])),
                            preemption=policy, strict_fifo=draw(st.booleans()),
-                           user_gpu_limit=draw(st.sampled_from([None, None, 4]))))
-    vcs.append(VcQuota("default"))
+                           user_gpu_limit=draw(st.sampled_from([None, None, 4])),
+                           weight=draw(st.sampled_from(WEIGHTS)) if fair else 1.0))
+    vcs.append(VcQuota("default", weight=draw(st.sampled_from(WEIGHTS)) if fair else 1.0))
     vc_names = [v.name for v in vcs]
     prios = [-1, 10, 100] if allow_oppo else [10, 100]
 
@@ -99,7 +109,9 @@ def snapshots(draw: st.DrawFn, allow_oppo: bool = True) -> Snapshot:
     config = SchedulerConfig(max_preemption_fraction=draw(st.sampled_from([1.0, 0.3])),
                              min_run_seconds=draw(st.sampled_from([0.0, 30.0])),
                              reservation_after_seconds=draw(st.sampled_from([0.0, 1800.0])),
-                             whole_nodes_for_multi_node_gpu=draw(st.booleans()))
+                             whole_nodes_for_multi_node_gpu=draw(st.booleans()),
+                             fair_sharing=FairSharing(True, draw(st.sampled_from(list(FairShareStrategy))))
+                             if fair else FairSharing())
     nodes = [replace(n, used=Resources(n.usable.gpu - free[n.name][0], n.total.cpu - free[n.name][1],
                                        n.total.memory_mb - free[n.name][2])) for n in nodes]
     return Snapshot(now=100.0, nodes=tuple(nodes), vcs=tuple(vcs), running=tuple(running), pending=tuple(pending),
@@ -163,7 +175,8 @@ def _check(s: Snapshot, d: Decision) -> None:
         assert p.preemptor in d.planned
         assert not running[p.victim].preempting
         assert running[p.victim].preemptible, p  # no rule takes non-preemptible work
-        assert p.rule in ("reclaim", "within-vc", "while-borrowing")
+        assert p.rule in ("reclaim", "within-vc", "while-borrowing", "fair-share")
+    assert s.config.fair_sharing.enabled or all(x.rule != "fair-share" for x in d.preemptions)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -277,3 +290,113 @@ def test_the_combined_generator_produces_combined_preemptions() -> None:
 
     collect()
     assert sum(seen) >= 3, sum(seen)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(snapshots(fair=True))
+def test_invariants_with_fair_sharing(s: Snapshot) -> None:
+    _check(s, schedule(s))
+
+
+@st.composite
+def fair_snapshots(draw: st.DrawFn) -> Snapshot:
+    """Fair sharing on; VCs `a`, `b`, `c` (weights drawn) and `default` running borrowed and guaranteed work, some
+    of it non-preemptible or being stopped; one job that borrows to start (no whileBorrowing: its victims of other
+    VCs can only be taken by fair share)."""
+    nodes = [NodeView(f"n{i}", Resources(8, 32, 64_000)) for i in range(draw(st.integers(2, 4)))]
+    total = cluster_total(nodes)
+    vcs = []
+    for name in NAMES:
+        g = draw(st.sampled_from([0, 2, 4]))
+        vcs.append(VcQuota(name, Resources(g, 4 * g, 8_000 * g), weight=draw(st.sampled_from(WEIGHTS)),
+                           preemption=PreemptionPolicy(draw(st.sampled_from(list(Reclaim))),
+                                                       draw(st.sampled_from(list(WithinVc))))))
+    vcs.append(VcQuota("default", weight=draw(st.sampled_from(WEIGHTS))))
+    running: list[RunningJob] = []
+    used: dict[str, Resources] = {}
+    for n in nodes:
+        free_gpu, free_cpu = 8, 32
+        while free_gpu > 0 and draw(st.integers(0, 9)) > 0:
+            gpu = min(free_gpu, draw(st.sampled_from([1, 2, 4])))
+            cpu = min(free_cpu, draw(st.sampled_from([1, 4, 12])))
+            free_gpu, free_cpu = free_gpu - gpu, free_cpu - cpu
+            owner = draw(st.sampled_from(["a", "b", "b", "c", "c", "default"]))  # `a` borrows least
+            running.append(RunningJob(f"r{len(running)}", owner, "u",
+                                      draw(st.sampled_from([-1, 1, 10, 100])), float(draw(st.integers(0, 50))),
+                                      ((TaskRequest("main", 0, Resources(gpu, cpu, 1_000)), n.name),),
+                                      preempting=draw(st.integers(0, 6)) == 0,
+                                      preemptible=draw(st.integers(0, 4)) > 0))
+        on_node = sum(1 for r in running if r.tasks[0][1] == n.name)
+        used[n.name] = Resources(8 - free_gpu, 32 - free_cpu, 1_000 * on_node)
+    nodes = [replace(n, used=used[n.name]) for n in nodes]
+    gpu, cpu = draw(st.sampled_from([1, 2, 4, 8])), draw(st.sampled_from([1, 8]))
+    vc, priority = draw(st.sampled_from(["a", "a", "b", "c"])), draw(st.sampled_from([-1, 10, 10, 100]))
+    instances = draw(st.integers(1, 2))
+    job = PendingJob("p", vc, "u", priority, 60.0,
+                     tuple(TaskRequest("main", i, Resources(gpu, cpu, 1_000)) for i in range(instances)))
+    config = SchedulerConfig(fair_sharing=FairSharing(True, draw(st.sampled_from(list(FairShareStrategy)))),
+                             max_preemption_fraction=draw(st.sampled_from([1.0, 1.0, 0.3])))
+    assert cluster_total(nodes) == total
+    return Snapshot(now=100.0, nodes=tuple(nodes), vcs=tuple(vcs), running=tuple(running), pending=(job,),
+                    config=config)
+
+
+def _share(use: Resources, q: VcQuota, total: Resources) -> float:
+    """The weighted dominant share of what a VC borrows, computed here from the definition (docs/scheduling.md)."""
+    over = [(u - g) / t for u, g, t in ((use.gpu, q.guaranteed.gpu, total.gpu), (use.cpu, q.guaranteed.cpu, total.cpu),
+                                         (use.memory_mb, q.guaranteed.memory_mb, total.memory_mb)) if u > g and t]
+    if not over:
+        return 0.0
+    return max(over) / q.weight if q.weight > 0 else float("inf")
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fair_snapshots())
+def test_fair_share_keeps_guarantees_and_takes_only_from_higher_shares(s: Snapshot) -> None:
+    d = schedule(s)
+    _check(s, d)
+    taken = [p for p in d.preemptions if p.rule == "fair-share"]
+    if not taken:
+        return
+    total = cluster_total(s.nodes)
+    quotas = {q.name: q for q in effective_quotas(s.vcs, total)}
+    (job,) = s.pending
+    mine = quotas[job.vc]
+    settled: dict[str, Resources] = defaultdict(lambda: ZERO)
+    for r in s.running:
+        if not r.preempting:
+            settled[r.vc] = settled[r.vc] + r.request
+    with_job = settled[job.vc] + job.request
+    # the preemptor borrows with the job and is not oppo work
+    assert job.priority >= 0 and not with_job.fits_in(mine.guaranteed), (with_job, mine.guaranteed)
+    running = {r.key: r for r in s.running}
+    by_source: dict[str, Resources] = defaultdict(lambda: ZERO)
+    for p in taken:  # as the preemptor's VC's reclaim policy allows by priority
+        assert mine.preemption.reclaim.allows(running[p.victim].priority, job.priority), p
+        by_source[running[p.victim].vc] = by_source[running[p.victim].vc] + running[p.victim].request
+    preemptor = _share(with_job, mine, total)
+    for vc, gone in by_source.items():
+        assert vc != job.vc
+        q, before = quotas[vc], settled[vc]
+        after = before - gone
+        # never below its guarantee of a resource it used at least its guarantee of
+        for have, left, g in ((before.gpu, after.gpu, q.guaranteed.gpu), (before.cpu, after.cpu, q.guaranteed.cpu),
+                              (before.memory_mb, after.memory_mb, q.guaranteed.memory_mb)):
+            assert have < g or left >= g, (vc, before, after, q.guaranteed)
+        if s.config.fair_sharing.strategy is FairShareStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE:
+            assert preemptor <= _share(after, q, total), (preemptor, vc, after)
+        else:
+            assert preemptor < _share(before, q, total), (preemptor, vc, before)
+
+
+def test_the_fair_generator_produces_fair_share_preemptions() -> None:
+    seen = []
+
+    @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True,
+              database=None)
+    @given(fair_snapshots())
+    def collect(s: Snapshot) -> None:
+        seen.append(any(p.rule == "fair-share" for p in schedule(s).preemptions))
+
+    collect()
+    assert sum(seen) >= 5, sum(seen)

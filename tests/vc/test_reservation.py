@@ -52,5 +52,5 @@ def test_the_starving_gang_says_what_it_holds() -> None:
     s = snap([node("n0"), node("n1")], [job("gang", 8, instances=2, at=0)], SMALL_ON_BOTH, now=2000,
              reservation_after_seconds=1800)
     reason = schedule(s).waiting["gang"]
-    assert reason.message.endswith("holding n0, n1 for it")
+    assert "; holding n0, n1 for it" in reason.message
     assert reason.figures["reserved"] == ["n0", "n1"]
