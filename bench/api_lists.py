@@ -13,13 +13,15 @@ over up to S seconds (at least 3 and at most 200 requests):
   master RSS        the child's resident memory now and at its peak (VmRSS, VmHWM from /proc), and that of the
                     processes it started (its list processes and their fork server)
 
-Then, unless ``--burst 0``, the lists under load: a client process of its own GETs the default list and the
+The master runs as ``pai master`` does, behind its read front (``pai.rest_server.front``); ``--no-front`` runs it
+alone. Then, unless ``--burst 0``, the lists under load: a client process of its own GETs the default list and the
 paged list (limit 20, withTotalCount) in turn, first for ``--idle-seconds`` (20) with the master otherwise idle
 (about as many requests as during a burst of 3,000, so that the two p99s are over like samples), then while B
 small 1-task jobs (default 1,000) are POSTed by 16 threads of this process (``--burst-concurrency``); no agent is
 registered, so the jobs wait, each one a submission and a scheduling pass. Printed: both lists' p50/p99 idle and
 during the burst, with the ratio of the p99s; the burst's submissions/s and POST p50/p99; the master's full
-garbage collections during the burst (each stops every thread) and the longest. Each client keeps one HTTP
+garbage collections during the burst (each stops every thread) and the longest, and the CPU time of the master
+and of each process it started (the front, its list processes) during the burst. Each client keeps one HTTP
 connection (http.client), so the idle baseline is taken by the same client as the burst figures.
 
 ``--client-nice N`` runs the POSTing threads at nice N (default 0). On a machine this small (2 cores) the burst's
@@ -41,6 +43,7 @@ import asyncio
 import gc
 import http.client
 import json
+import logging
 import multiprocessing
 import os
 import random
@@ -59,7 +62,6 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import aiohttp
-from aiohttp import web
 from sqlalchemy import insert, text
 
 from bench.figures import pct
@@ -68,8 +70,8 @@ from pai.domain.job import Job, initial_tasks
 from pai.domain.jobspec import JobSpec, TaskRoleSpec
 from pai.domain.resources import Resources
 from pai.domain.states import JobState, TaskState
-from pai.rest_server.app import make_app
 from pai.rest_server.config import MasterConfig
+from pai.rest_server.serve import serve
 from pai.store import jobs as store_jobs
 from pai.store import keyword
 from pai.store.db import Database
@@ -161,11 +163,18 @@ def full_collections(path: str, since: int = 0) -> tuple[int, float]:
     return len(pauses), max(pauses, default=0.0)
 
 
-def serve(url: str, data_dir: str, port: int) -> None:
+def quiet(process: str) -> None:
+    """A master process's logging: warnings only."""
+    logging.getLogger().setLevel(logging.WARNING)
+
+
+def serve_master(url: str, data_dir: str, port: int, front: bool) -> None:
+    """The master as ``pai master`` runs it: behind the read front unless ``front`` is false."""
+    quiet("master")
     record_full_collections(f"{data_dir}-gc.txt")
-    config = MasterConfig(data_dir=Path(data_dir), database_url=url, admin_password=PASSWORD,
+    config = MasterConfig(port=port, data_dir=Path(data_dir), database_url=url, admin_password=PASSWORD,
                           agent_token="bench-agent-token")
-    web.run_app(make_app(config), host="127.0.0.1", port=port, print=None, access_log=None)
+    serve(config, front, print, quiet)
 
 
 def free_port() -> int:
@@ -367,8 +376,10 @@ def under_burst(base: str, pid: int, token: str, idle_seconds: float, burst: int
             results.extend(posters.map(post, range(burst)))
 
     before, _ = full_collections(gc_log)
+    cpu_before = cpu_seconds(pid)
     loaded = lists_beside(base, token, post_all)
     posted = time.perf_counter() - started
+    cpu = {name: used - cpu_before.get(name, 0.0) for name, used in cpu_seconds(pid).items()}
     for conn in connections:
         conn.close()
 
@@ -385,7 +396,23 @@ def under_burst(base: str, pid: int, token: str, idle_seconds: float, burst: int
               "  (target <= 2x)")
     collections, longest = full_collections(gc_log, before)
     print(f"{'master GC during the burst':<30} {collections} full collections, the longest {longest:.1f} ms")
+    print(f"{'CPU during the burst':<30} " + ", ".join(f"{name} {used:.1f} s" for name, used in cpu.items())
+          + f" (of {posted:.1f} s)")
     print(f"{'master RSS after the burst / peak':<30} {memory(pid)}")
+
+
+def cpu_seconds(pid: int) -> dict[str, float]:
+    """CPU time (user + system) of the master's process and of each it started, by their command names."""
+    used: dict[str, float] = {}
+    for process in [pid, *descendants(pid)]:
+        try:
+            name, fields = Path(f"/proc/{process}/stat").read_text().rsplit(")", 1)
+        except OSError:
+            continue
+        ticks = int(fields.split()[11]) + int(fields.split()[12])
+        label = "master" if process == pid else f"{name.split('(', 1)[1]}[{process}]"
+        used[label] = ticks / os.sysconf("SC_CLK_TCK")
+    return used
 
 
 def main() -> None:
@@ -401,12 +428,16 @@ def main() -> None:
                              "a burst of 3,000 takes, so that both p99s are over as many requests)")
     parser.add_argument("--client-nice", type=int, default=0,
                         help="nice value of the threads POSTing the burst (default 0; see above)")
+    parser.add_argument("--no-front", dest="front", action="store_false",
+                        help="run the master alone, as pai master --no-front (default: behind its read front)")
     args = parser.parse_args()
+    print(f"master: {'behind the read front' if args.front else 'alone (--no-front)'}")
     with tempfile.TemporaryDirectory(prefix="pai-bench-") as tmp, database_url(args.backend, Path(tmp)) as url:
         took, keys = store(url, args.jobs)
         print(f"{args.backend}: stored {args.jobs:,} finished jobs in {took:.1f} s")
         port = free_port()
-        master = multiprocessing.get_context("spawn").Process(target=serve, args=(url, f"{tmp}/data", port))
+        master = multiprocessing.get_context("spawn").Process(target=serve_master,
+                                                              args=(url, f"{tmp}/data", port, args.front))
         master.start()
         try:
             base = f"http://127.0.0.1:{port}"

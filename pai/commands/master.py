@@ -1,4 +1,4 @@
-"""``pai master``: the REST server, the launcher loop and the store in one process."""
+"""``pai master``: the REST server, the launcher loop and the store (behind the read front, by default)."""
 
 from __future__ import annotations
 
@@ -6,14 +6,13 @@ import errno
 from pathlib import Path
 
 import click
-from aiohttp import web
 
 from pai.commands.logs import setup_logging
 from pai.domain.errors import PaiError
 from pai.jobspec.vcconfig import load_cluster_config
 from pai.launcher.service import LauncherConfig
-from pai.rest_server.app import make_app
 from pai.rest_server.config import MasterConfig
+from pai.rest_server.serve import serve
 from pai.store.db import default_data_dir
 
 
@@ -41,12 +40,15 @@ from pai.store.db import default_data_dir
               help="Processes that read job lists of more than 1,000 jobs (0: the reader threads).")
 @click.option("--admissions-per-pass", default=1000, show_default=True, type=click.IntRange(min=1),
               help="The most admissions one scheduling pass acts on; the rest go to the next pass, at once.")
+@click.option("--front/--no-front", envvar="PAI_MASTER_FRONT", default=True, show_default=True,
+              help="Serve the job lists and details from a process of its own in front of the master, so that they "
+                   "stay fast while it is busy (see docs/architecture.md).")
 @click.option("--usage-sample-seconds", default=60.0, show_default=True, type=click.FloatRange(min=0.1),
               help="How often every VC's usage is sampled for the dashboard's chart (kept 3 days).")
 def master(host: str, port: int, data_dir: Path | None, database_url: str | None, grace_seconds: float,
            node_timeout: float, vc_config: Path | None, heartbeat: float, max_body_mb: int,
            fence_grace: float, full_pass_seconds: float, list_processes: int, admissions_per_pass: int,
-           usage_sample_seconds: float) -> None:
+           front: bool, usage_sample_seconds: float) -> None:
     """Run the master: REST API, scheduler loop and store."""
     setup_logging("master")
     if vc_config is not None:
@@ -69,7 +71,7 @@ def master(host: str, port: int, data_dir: Path | None, database_url: str | None
         ),
     )
     try:
-        web.run_app(make_app(config), host=host, port=port, print=lambda msg: click.echo(msg, err=True))
+        serve(config, front, lambda msg: click.echo(msg, err=True), setup_logging)
     except OSError as e:
         if e.errno != errno.EADDRINUSE:
             raise

@@ -6,9 +6,11 @@ import asyncio
 import contextlib
 import gc
 import logging
+import socket
 from collections.abc import AsyncIterator
 
 from aiohttp import ClientSession, web
+from aiohttp.typedefs import Handler
 
 from pai.jobspec.vcconfig import load_cluster_config
 from pai.launcher.loop import LauncherLoop, StoreThread
@@ -40,7 +42,7 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
     app[LAUNCHER] = Launcher(db, config.launcher)
     if config.admin_password:
         await store.call(app[LAUNCHER].accounts.ensure_admin, config.admin_user, config.admin_password)
-    app[LISTS] = Lists(db, store, config.list_processes)
+    app[LISTS] = Lists(db, store, 0 if config.behind_front else config.list_processes)  # the front reads long ones
     app[LISTS].start()
     app[VCADMIN] = VcAdmin(db, app[LAUNCHER].clock, app[LAUNCHER].clusters, app[LAUNCHER].accounts)
     if config.vc_config is not None:
@@ -78,12 +80,24 @@ async def _freeze_heap(app: web.Application) -> None:
     gc.freeze()
 
 
+@web.middleware
+async def _forwarded_for(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Behind the front, a request arrives on the master's Unix socket (which only its user's processes can open)
+    and names its caller's address in ``X-Forwarded-For``; on a TCP socket that header is the caller's own claim."""
+    forwarded = request.headers.get("X-Forwarded-For")
+    if forwarded is not None and request.transport is not None:
+        sock = request.transport.get_extra_info("socket")
+        if sock is not None and sock.family == socket.AF_UNIX:
+            request = request.clone(remote=forwarded.rsplit(",", 1)[-1].strip())
+    return await handler(request)
+
+
 def make_app(config: MasterConfig) -> web.Application:
     # aiohttp's parser answers a longer request line or header itself, in plain text; below its limit the error
     # middleware refuses what is too long with a JSON 414/431 (see pai.rest_server.errors).
     parser = {"max_line_size": PARSER_LINE_LIMIT, "max_field_size": PARSER_LINE_LIMIT}
-    app = web.Application(middlewares=[timing_middleware, error_middleware], client_max_size=config.max_body_bytes,
-                          handler_args=parser)
+    app = web.Application(middlewares=[_forwarded_for, timing_middleware, error_middleware],
+                          client_max_size=config.max_body_bytes, handler_args=parser)
     app.on_response_prepare.append(add_request_id)
     app[CONFIG] = config
     app[CHANNELS] = AgentChannels()

@@ -47,11 +47,12 @@ _process_db: Database | None = None  # a list process's own connection (set by _
 def _open(url: str, master: int) -> None:
     global _process_db
     _process_db = Database(url)
-    threading.Thread(target=_end_with, args=(master,), name="pai-list-watchdog", daemon=True).start()
+    threading.Thread(target=end_with, args=(master,), name="pai-list-watchdog", daemon=True).start()
 
 
-def _end_with(master: int) -> None:
-    """A list process's watchdog: end when the master has ended, even killed (its pool then cannot tell us)."""
+def end_with(master: int) -> None:
+    """A watchdog (a list process's, the front's): end this process when the master has ended, even killed (its
+    pool or its signals then cannot tell us)."""
     while True:
         time.sleep(WATCHDOG_SECONDS)
         try:

@@ -123,3 +123,11 @@ def _slash_optional(route: web.RouteDef) -> web.RouteDef:
 
 
 routes: list[web.RouteDef] = [_slash_optional(r) for r in _routes]
+
+# The reads the front answers itself (pai.rest_server.front): what users and the dashboard poll, read from the
+# store alone (no launcher state), so that they are answered in the front's process while the master is busy.
+FRONT = frozenset({jobs.list_jobs, jobs.job_detail_handler, jobs.job_config})
+
+
+def served_by_front() -> list[web.RouteDef]:
+    return [r for r in routes if r.method == "GET" and r.handler in FRONT]
