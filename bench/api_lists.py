@@ -65,7 +65,7 @@ import aiohttp
 from sqlalchemy import insert, text
 
 from bench.figures import pct
-from bench.master import wait_healthy
+from bench.master import descendants, wait_healthy
 from pai.domain.job import Job, initial_tasks
 from pai.domain.jobspec import JobSpec, TaskRoleSpec
 from pai.domain.resources import Resources
@@ -173,8 +173,8 @@ def serve_master(url: str, data_dir: str, port: int, front: bool) -> None:
     quiet("master")
     record_full_collections(f"{data_dir}-gc.txt")
     config = MasterConfig(port=port, data_dir=Path(data_dir), database_url=url, admin_password=PASSWORD,
-                          agent_token="bench-agent-token")
-    serve(config, front, print, quiet)
+                          agent_token="bench-agent-token", front=front)
+    serve(config, print, quiet)
 
 
 def free_port() -> int:
@@ -186,23 +186,6 @@ def free_port() -> int:
 def rss_mb(pid: int) -> tuple[float, float]:
     fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
     return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
-
-
-def descendants(pid: int) -> list[int]:
-    """The processes ``pid`` started, and theirs (the master's list processes come from its fork server)."""
-    parents: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    found, todo = [], [pid]
-    while todo:
-        children = parents.get(todo.pop(), [])
-        found.extend(children)
-        todo.extend(children)
-    return found
 
 
 def memory(pid: int) -> str:

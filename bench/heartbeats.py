@@ -59,7 +59,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import aiohttp
 
 from bench.figures import line, pct
-from bench.master import wait_healthy
+from bench.master import descendants, wait_healthy
 from pai.domain.resources import Resources
 from pai.protocol import (
     ContainerReport,
@@ -260,13 +260,13 @@ async def heartbeat_loop(http: aiohttp.ClientSession, base: str, agent: SimAgent
 
 
 @contextmanager
-def master_process(tmp: Path, url: str | None,
-                   node_timeout: float) -> Iterator[tuple[subprocess.Popen[bytes], str, Path]]:
+def master_process(tmp: Path, url: str | None, node_timeout: float,
+                   front: bool = True) -> Iterator[tuple[subprocess.Popen[bytes], str, Path]]:
     port = free_port()
     env = {**os.environ, "PAI_ADMIN_PASSWORD": ADMIN_PASSWORD, "PAI_AGENT_TOKEN": AGENT_TOKEN}
     env.pop("PAI_DATABASE_URL", None)
     args = [sys.executable, "-m", "pai", "master", "--port", str(port), "--data-dir", str(tmp / "master"),
-            "--heartbeat", "1", "--node-timeout", str(node_timeout)]
+            "--heartbeat", "1", "--node-timeout", str(node_timeout), "--front" if front else "--no-front"]
     if url:
         args += ["--database-url", url]
     log = tmp / "master.log"
@@ -282,6 +282,15 @@ def cpu_seconds(pid: int) -> float:
     """utime + stime of process ``pid`` (all its threads), in seconds."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLK_TCK  # fields 14 and 15 of proc(5), counted after "comm)"
+
+
+def children_cpu_seconds(pid: int) -> float:
+    """The same, summed over the processes the master started (its read front and list processes)."""
+    total = 0.0
+    for child in descendants(pid):
+        with contextlib.suppress(OSError):
+            total += cpu_seconds(child)
+    return total
 
 
 def machine_busy() -> tuple[float, float]:
@@ -455,10 +464,12 @@ async def run(args: argparse.Namespace, proc: subprocess.Popen[bytes], base: str
         # The measurement window.
         pid = proc.pid
         bench0, master0, machine0 = os.times(), cpu_seconds(pid), machine_busy()
+        children0 = children_cpu_seconds(pid)
         w0 = time.perf_counter()
         stats.window = (w0, w0 + args.seconds)
         await asyncio.sleep(args.seconds)
         bench1, master1, machine1 = os.times(), cpu_seconds(pid), machine_busy()
+        children1 = children_cpu_seconds(pid)
         wall = time.perf_counter() - w0
         now_rss, peak_rss = rss_mb(pid)
         stop.set()
@@ -472,6 +483,7 @@ async def run(args: argparse.Namespace, proc: subprocess.Popen[bytes], base: str
         await api.close()
 
     master_cpu = (master1 - master0) / wall * 100
+    front_cpu = (children1 - children0) / wall * 100
     bench_cpu = (bench1.user + bench1.system - bench0.user - bench0.system) / wall * 100
     machine_cpu = (machine1[0] - machine0[0]) / max(1, machine1[1] - machine0[1]) * 100
     reported = sum(len(a.running) for a in agents)
@@ -483,10 +495,11 @@ async def run(args: argparse.Namespace, proc: subprocess.Popen[bytes], base: str
     print(pct_line("heartbeat latency", stats.latency))
     print(pct_line("  + client pool wait", [a + b for a, b in zip(stats.latency, stats.queued, strict=True)]))
     print(f"{'master CPU':<28} {master_cpu:8.1f} % of one core")
+    print(f"{'  its front (and others)':<28} {front_cpu:8.1f} % of one core   (0 with --no-front)")
     print(f"{'bench CPU (load generator)':<28} {bench_cpu:8.1f} % of one core")
     cores = os.cpu_count() or 1
     print(f"{'machine CPU':<28} {machine_cpu:8.1f} % of {cores} cores   (other processes: "
-          f"{max(0.0, machine_cpu * cores - master_cpu - bench_cpu):.0f} % of one core)")
+          f"{max(0.0, machine_cpu * cores - master_cpu - front_cpu - bench_cpu):.0f} % of one core)")
     print(f"{'master RSS now / peak':<28} {now_rss:8.1f} MB / {peak_rss:.1f} MB")
     if stats.latency:
         print(f"{'heartbeat mean':<28} {statistics.fmean(stats.latency) * 1000:8.1f} ms")
@@ -510,12 +523,15 @@ def main() -> None:
                         help="jobs whose detail is read to check their tasks are RUNNING (default 200)")
     parser.add_argument("--node-timeout", type=float, default=30.0, help="the master's --node-timeout")
     parser.add_argument("--backend", choices=("sqlite", "postgresql"), default="sqlite")
+    parser.add_argument("--no-front", dest="front", action="store_false",
+                        help="run the master alone (pai master --no-front); default: behind its read front")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # a SIGTERM cleans up like Ctrl-C
     with tempfile.TemporaryDirectory(prefix="pai-bench-") as tmp_name, \
             database_url(args.backend, Path(tmp_name)) as url:
         tmp = Path(tmp_name)
-        with master_process(tmp, url if args.backend == "postgresql" else None, args.node_timeout) as (proc, base, log):
+        with master_process(tmp, url if args.backend == "postgresql" else None, args.node_timeout,
+                            args.front) as (proc, base, log):
             try:
                 asyncio.run(run(args, proc, base, log))
             except KeyboardInterrupt:

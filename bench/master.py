@@ -25,3 +25,20 @@ async def wait_healthy(base: str, proc: subprocess.Popen[bytes] | None = None,
                 pass
             await asyncio.sleep(0.1)
     raise SystemExit("the master did not answer /healthz within 60 s")
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes ``pid`` started, and theirs (the master's front, list processes and their fork servers)."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        children = parents.get(todo.pop(), [])
+        found.extend(children)
+        todo.extend(children)
+    return found

@@ -64,6 +64,7 @@ def master(host: str, port: int, data_dir: Path | None, database_url: str | None
         vc_config=vc_config,
         max_body_bytes=max_body_mb * 1024 * 1024,
         list_processes=list_processes,
+        front=front,
         launcher=LauncherConfig(
             grace_seconds=grace_seconds, node_timeout_seconds=node_timeout, heartbeat_seconds=heartbeat,
             fence_grace_seconds=fence_grace, full_pass_seconds=full_pass_seconds,
@@ -71,7 +72,7 @@ def master(host: str, port: int, data_dir: Path | None, database_url: str | None
         ),
     )
     try:
-        serve(config, front, lambda msg: click.echo(msg, err=True), setup_logging)
+        serve(config, lambda msg: click.echo(msg, err=True), setup_logging)
     except OSError as e:
         if e.errno != errno.EADDRINUSE:
             raise

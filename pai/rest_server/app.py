@@ -42,7 +42,7 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
     app[LAUNCHER] = Launcher(db, config.launcher)
     if config.admin_password:
         await store.call(app[LAUNCHER].accounts.ensure_admin, config.admin_user, config.admin_password)
-    app[LISTS] = Lists(db, store, 0 if config.behind_front else config.list_processes)  # the front reads long ones
+    app[LISTS] = Lists(db, store, 0 if config.front else config.list_processes)  # the front reads long ones
     app[LISTS].start()
     app[VCADMIN] = VcAdmin(db, app[LAUNCHER].clock, app[LAUNCHER].clusters, app[LAUNCHER].accounts)
     if config.vc_config is not None:

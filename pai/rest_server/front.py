@@ -30,6 +30,7 @@ from aiohttp import (
     ClientTimeout,
     ClientWebSocketResponse,
     UnixConnector,
+    WSCloseCode,
     WSMsgType,
     WSServerHandshakeError,
     web,
@@ -54,6 +55,7 @@ log = logging.getLogger("pai.master.front")
 Socket = web.WebSocketResponse | ClientWebSocketResponse
 
 MASTER = web.AppKey("master", ClientSession)  # requests to the master, over its Unix socket
+SOCKETS = web.AppKey("sockets", set[web.WebSocketResponse])  # the WebSockets open through the front
 MASTER_SOCKET = "master.sock"  # in the data directory
 UPSTREAM = "http://master"  # the host part is not used on a Unix socket
 READS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -125,6 +127,7 @@ async def _websocket(request: web.Request) -> web.StreamResponse:
         raise MasterUnavailableError(f"the master is not answering ({e or type(e).__name__}); try again") from None
     downstream = web.WebSocketResponse(heartbeat=PING_SECONDS)  # the front's pings find a dead peer
     await downstream.prepare(request)
+    request.app[SOCKETS].add(downstream)
     async with upstream:
         pumps = [asyncio.create_task(_pump(upstream, downstream)), asyncio.create_task(_pump(downstream, upstream))]
         try:
@@ -135,7 +138,15 @@ async def _websocket(request: web.Request) -> web.StreamResponse:
             await asyncio.gather(*pumps, return_exceptions=True)
         code = upstream.close_code if upstream.closed and upstream.close_code else downstream.close_code
         await downstream.close(code=code or 1000)
+    request.app[SOCKETS].discard(downstream)
     return downstream
+
+
+async def _close_sockets(app: web.Application) -> None:
+    """``on_shutdown``: open WebSockets would hold the front's shutdown; their peers reconnect."""
+    sockets: set[web.WebSocketResponse] = app[SOCKETS]
+    for ws in list(sockets):
+        await ws.close(code=WSCloseCode.GOING_AWAY, message=b"front shutting down")
 
 
 async def _pump(source: Socket, sink: Socket) -> None:
@@ -208,6 +219,8 @@ def make_front_app(config: MasterConfig, master_socket: str) -> web.Application:
                           handler_args=parser)
     app.on_response_prepare.append(add_request_id)
     app[CONFIG] = config
+    app[SOCKETS] = set()
+    app.on_shutdown.append(_close_sockets)
     app.cleanup_ctx.extend([_store, _master_client(master_socket)])
     app.add_routes(served_by_front())
     app.router.add_get("/metrics", metrics)

@@ -10,6 +10,8 @@ even if the master is killed (its watchdog).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ctypes
 import logging
 import multiprocessing
 import os
@@ -18,7 +20,6 @@ import socket
 import tempfile
 import threading
 from collections.abc import Callable
-from dataclasses import replace
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 
@@ -31,6 +32,7 @@ from pai.rest_server.listing import end_with
 
 log = logging.getLogger("pai.master")
 
+PR_SET_PDEATHSIG = 1  # prctl(2)
 RESTART_SECONDS = 1.0  # the pause before a front that ended is started again
 STOP_SECONDS = 10.0  # how long the front may take to finish its requests when the master stops
 MAX_SOCKET_PATH = 100  # a Unix socket's path is at most 107 bytes on Linux
@@ -50,10 +52,11 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(config: MasterConfig, front: bool, echo: Callable[[str], None], setup: Callable[[str], None]) -> None:
-    """Serve until SIGINT or SIGTERM. ``setup`` configures a process's logging (it is given the process's name)."""
+def serve(config: MasterConfig, echo: Callable[[str], None], setup: Callable[[str], None]) -> None:
+    """Serve until SIGINT or SIGTERM, behind the front if ``config.front``. ``setup`` configures a process's logging
+    (it is given the process's name)."""
     public = bind(config.host, config.port)
-    if not front:
+    if not config.front:
         web.run_app(make_app(config), sock=public, print=None)
         return
     asyncio.run(_behind_front(config, public, echo, setup))
@@ -74,7 +77,7 @@ async def _behind_front(config: MasterConfig, public: socket.socket, echo: Calla
         loop.add_signal_handler(signum, stop.set)
     path = master_socket_path(config.data_dir)
     config.data_dir.mkdir(parents=True, exist_ok=True)
-    runner = web.AppRunner(make_app(replace(config, behind_front=True)), handle_signals=False)
+    runner = web.AppRunner(make_app(config), handle_signals=False)
     await runner.setup()
     try:
         if os.path.exists(path):
@@ -125,8 +128,18 @@ def run_front(config: MasterConfig, public: socket.socket, master_socket: str, m
     """The front process: serve ``public`` until SIGTERM or SIGINT, or until the master has ended."""
     setup("front")
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C reaches the master, which ends the front
+    _end_with_parent(master_pid)
     threading.Thread(target=end_with, args=(master_pid,), name="pai-front-watchdog", daemon=True).start()
     asyncio.run(_front(config, public, master_socket))
+
+
+def _end_with_parent(master_pid: int) -> None:
+    """SIGTERM as soon as the master's process ends (Linux's parent-death signal), so that a master started again
+    at once finds its port free; the watchdog thread (once a second) covers the rest."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != master_pid:  # it ended before the signal was asked for
+        raise SystemExit(0)
 
 
 async def _front(config: MasterConfig, public: socket.socket, master_socket: str) -> None:

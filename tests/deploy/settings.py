@@ -18,7 +18,6 @@ from typing import Any
 from unittest import mock
 
 import click
-from aiohttp import web
 from click.testing import CliRunner
 
 from pai.commands import master as master_module
@@ -147,13 +146,11 @@ def master_config(args: list[str], env: dict[str, str] | None = None) -> MasterC
     """The ``MasterConfig`` that ``pai master ARGS`` builds with ``env`` as its only settings (nothing starts)."""
     made: list[MasterConfig] = []
 
-    def make_app(config: MasterConfig) -> object:
+    def serve(config: MasterConfig, *args: object) -> None:
         made.append(config)
-        return object()
 
     clear: dict[str, str | None] = {k: None for k in os.environ if _SETTING_ENV.fullmatch(k)}
-    with mock.patch.object(master_module, "make_app", make_app), \
-            mock.patch.object(web, "run_app", lambda *a, **k: None), \
+    with mock.patch.object(master_module, "serve", serve), \
             mock.patch.object(master_module, "setup_logging", lambda process: None):
         result = CliRunner().invoke(master, args, env={**clear, **(env or {})}, catch_exceptions=False)
     assert result.exit_code == 0, result.output

@@ -106,12 +106,15 @@ def test_every_master_config_field_is_set_by_a_documented_flag_or_variable_or_li
     set_by: dict[str, str] = {}
     for option in options(COMMANDS["master"]):
         flag, default = long_flag(option), defaults[option.name or ""]
-        value = values.get(flag) or str(type(default)(default * 2 + 1))  # a number: another valid one
-        changed = config_fields(master_config([flag, value], base_env)).items() - baseline.items()
-        assert changed, f"pai master {flag} {value} changes nothing in MasterConfig"
+        if option.is_flag:  # --x/--no-x: the one that is not the default
+            args = [(option.secondary_opts if default else option.opts)[0]]
+        else:
+            args = [flag, values.get(flag) or str(type(default)(default * 2 + 1))]  # a number: another valid one
+        changed = config_fields(master_config(args, base_env)).items() - baseline.items()
+        assert changed, f"pai master {' '.join(args)} changes nothing in MasterConfig"
         set_by.update({name: flag for name, _ in changed})
     env_values = {"PAI_DATA_DIR": str(tmp_path / "e"), "PAI_DATABASE_URL": "sqlite:////y/pai.db",
-                  "PAI_VC_CONFIG": str(vc_config), "PAI_MAX_BODY_MB": "9"}
+                  "PAI_VC_CONFIG": str(vc_config), "PAI_MAX_BODY_MB": "9", "PAI_MASTER_FRONT": "false"}
     for name in sorted(settings.env_read_by()["master"]):
         env = {**base_env, name: env_values.get(name, "value-of-" + name)}
         if name == "PAI_LOG_LEVEL":

@@ -54,7 +54,7 @@ async def fronted(db_url: str, tmp_path: Path,
                           agent_token=AGENT_TOKEN, tick_seconds=0.05, list_processes=0)
     path = master_socket_path(config.data_dir)
     config.data_dir.mkdir(parents=True)
-    runner = web.AppRunner(make_app(replace(config, behind_front=True)))
+    runner = web.AppRunner(make_app(replace(config, front=True)))
     await runner.setup()
     await web.UnixSite(runner, path).start()
     api = Api(await aiohttp_client(make_front_app(config, path)))

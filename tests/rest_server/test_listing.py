@@ -65,7 +65,7 @@ async def test_a_list_process_that_dies_is_replaced_and_no_list_fails(api: Api) 
 
 async def test_a_list_process_ends_when_its_master_is_gone_even_killed() -> None:
     master = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    watchdog = multiprocessing.get_context("spawn").Process(target=listing._end_with, args=(master.pid,))
+    watchdog = multiprocessing.get_context("spawn").Process(target=listing.end_with, args=(master.pid,))
     watchdog.start()
     try:
         await asyncio.sleep(2 * listing.WATCHDOG_SECONDS)
