@@ -187,7 +187,8 @@ async def test_waits_for_the_master_and_registers_again_when_refused(
             await eventually(lambda: late.heartbeats, what="heartbeats once the master is up")
             late.refuse_heartbeats = 1
             await eventually(lambda: len(late.registers) == 2, what="a new registration after the refusal")
-            assert agent.registered.is_set()
+            # the master has the request before the agent has read the reply
+            await eventually(agent.registered.is_set, what="registered again")
         finally:
             await late.close()
     refused = [r for r in caplog.records if r.msg == "master refused the request"]
