@@ -43,12 +43,15 @@ from pai.store.db import default_data_dir
 @click.option("--front/--no-front", envvar="PAI_MASTER_FRONT", default=True, show_default=True,
               help="Serve the job lists and details from a process of its own in front of the master, so that they "
                    "stay fast while it is busy (see docs/architecture.md).")
+@click.option("--agent-port", envvar="PAI_MASTER_AGENT_PORT", default=None, type=click.IntRange(1, 65535),
+              help="Also answer on this port with the master itself, past the front: point the agents' --master "
+                   "at it so that their heartbeats do not pass through the front (a large cluster).")
 @click.option("--usage-sample-seconds", default=60.0, show_default=True, type=click.FloatRange(min=0.1),
               help="How often every VC's usage is sampled for the dashboard's chart (kept 3 days).")
 def master(host: str, port: int, data_dir: Path | None, database_url: str | None, grace_seconds: float,
            node_timeout: float, vc_config: Path | None, heartbeat: float, max_body_mb: int,
            fence_grace: float, full_pass_seconds: float, list_processes: int, admissions_per_pass: int,
-           front: bool, usage_sample_seconds: float) -> None:
+           front: bool, agent_port: int | None, usage_sample_seconds: float) -> None:
     """Run the master: REST API, scheduler loop and store."""
     setup_logging("master")
     if vc_config is not None:
@@ -65,6 +68,7 @@ def master(host: str, port: int, data_dir: Path | None, database_url: str | None
         max_body_bytes=max_body_mb * 1024 * 1024,
         list_processes=list_processes,
         front=front,
+        agent_port=agent_port,
         launcher=LauncherConfig(
             grace_seconds=grace_seconds, node_timeout_seconds=node_timeout, heartbeat_seconds=heartbeat,
             fence_grace_seconds=fence_grace, full_pass_seconds=full_pass_seconds,
@@ -76,4 +80,5 @@ def master(host: str, port: int, data_dir: Path | None, database_url: str | None
     except OSError as e:
         if e.errno != errno.EADDRINUSE:
             raise
-        raise click.ClickException(f"port {port} on {host} is already in use; choose another with --port") from None
+        flag = "--agent-port" if agent_port is not None and f"port {agent_port} " in str(e.strerror) else "--port"
+        raise click.ClickException(f"{e.strerror}; choose another with {flag}") from None

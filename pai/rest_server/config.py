@@ -28,6 +28,7 @@ class MasterConfig:
     max_body_bytes: int = 4 * 1024 * 1024  # a larger request body is refused with 413 before it is read whole
     list_processes: int = 1  # processes that read long job lists (pai.rest_server.listing); 0: reader threads
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
+    agent_port: int | None = None  # a port where the master itself answers (for agents, past the front)
     front: bool = False  # served behind the read front (pai.rest_server.front; pai master's default), which reads lists
 
     def db_url(self) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import errno
 import logging
 import multiprocessing
 import os
@@ -46,8 +47,10 @@ def bind(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind(address)
-    except OSError:
+    except OSError as e:
         sock.close()
+        if e.errno == errno.EADDRINUSE:
+            raise OSError(e.errno, f"port {port} on {host} is already in use") from None
         raise
     return sock
 
@@ -56,10 +59,11 @@ def serve(config: MasterConfig, echo: Callable[[str], None], setup: Callable[[st
     """Serve until SIGINT or SIGTERM, behind the front if ``config.front``. ``setup`` configures a process's logging
     (it is given the process's name)."""
     public = bind(config.host, config.port)
+    agents = [] if config.agent_port is None else [bind(config.host, config.agent_port)]
     if not config.front:
-        web.run_app(make_app(config), sock=public, print=None)
+        web.run_app(make_app(config), sock=[public, *agents], print=None)
         return
-    asyncio.run(_behind_front(config, public, echo, setup))
+    asyncio.run(_behind_front(config, public, agents, echo, setup))
 
 
 def master_socket_path(data_dir: Path) -> str:
@@ -69,8 +73,8 @@ def master_socket_path(data_dir: Path) -> str:
     return os.path.join(tempfile.mkdtemp(prefix="pai-master-"), MASTER_SOCKET)  # a data directory deep down
 
 
-async def _behind_front(config: MasterConfig, public: socket.socket, echo: Callable[[str], None],
-                        setup: Callable[[str], None]) -> None:
+async def _behind_front(config: MasterConfig, public: socket.socket, agents: list[socket.socket],
+                        echo: Callable[[str], None], setup: Callable[[str], None]) -> None:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -84,6 +88,8 @@ async def _behind_front(config: MasterConfig, public: socket.socket, echo: Calla
             os.unlink(path)  # left by a master that was killed
         await web.UnixSite(runner, path).start()
         os.chmod(path, 0o600)  # only this user's processes (the front) reach the master without the front
+        for sock in agents:  # the agents' port: the master itself, with no hop through the front
+            await web.SockSite(runner, sock).start()
         front = _start_front(config, public, path, setup)
         echo(f"pai master on http://{config.host}:{config.port} (front pid {front.pid}, master pid {os.getpid()})")
         while not stop.is_set():

@@ -101,7 +101,7 @@ def test_every_master_config_field_is_set_by_a_documented_flag_or_variable_or_li
     base_env = {"PAI_DATA_DIR": str(tmp_path / "base")}
     baseline = config_fields(master_config([], base_env))
     values = {"--host": "10.9.8.7", "--data-dir": str(tmp_path / "d"), "--database-url": "sqlite:////x/pai.db",
-              "--vc-config": str(vc_config)}
+              "--vc-config": str(vc_config), "--agent-port": "9999"}
     defaults = settings.parse_args(COMMANDS["master"], [])
     set_by: dict[str, str] = {}
     for option in options(COMMANDS["master"]):
@@ -114,7 +114,8 @@ def test_every_master_config_field_is_set_by_a_documented_flag_or_variable_or_li
         assert changed, f"pai master {' '.join(args)} changes nothing in MasterConfig"
         set_by.update({name: flag for name, _ in changed})
     env_values = {"PAI_DATA_DIR": str(tmp_path / "e"), "PAI_DATABASE_URL": "sqlite:////y/pai.db",
-                  "PAI_VC_CONFIG": str(vc_config), "PAI_MAX_BODY_MB": "9", "PAI_MASTER_FRONT": "false"}
+                  "PAI_VC_CONFIG": str(vc_config), "PAI_MAX_BODY_MB": "9", "PAI_MASTER_FRONT": "false",
+                  "PAI_MASTER_AGENT_PORT": "9998"}
     for name in sorted(settings.env_read_by()["master"]):
         env = {**base_env, name: env_values.get(name, "value-of-" + name)}
         if name == "PAI_LOG_LEVEL":

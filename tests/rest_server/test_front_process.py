@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from pai.domain.resources import Resources
+from pai.protocol.messages import NodeInfo, RegisterRequest
 from tests.rest_server.test_master_memory import PASSWORD, Master, _free_port, _wait_up
 
 JOB = json.dumps({"jobName": "j", "image": "busybox", "taskRoles": [
@@ -100,3 +102,34 @@ def test_sigterm_stops_both_and_removes_the_socket(fronted: tuple[Master, Path],
     assert master.proc.wait(timeout=30) == 0, log.read_text()
     assert not alive(front)
     assert not (tmp_path / "data" / "master.sock").exists()
+
+
+def test_the_agents_port_is_the_master_itself_past_the_front(tmp_path: Path) -> None:
+    port, agent_port = _free_port(), _free_port()
+    log = tmp_path / "master.log"
+    env = {**os.environ, "PAI_ADMIN_PASSWORD": PASSWORD, "PAI_LOG_LEVEL": "WARNING", "PAI_AGENT_TOKEN": "tok"}
+    env.pop("PAI_DATABASE_URL", None)
+    with log.open("wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "pai", "master", "--port", str(port), "--agent-port",
+                                 str(agent_port), "--data-dir", str(tmp_path / "data"), "--list-processes", "0"],
+                                stdout=out, stderr=subprocess.STDOUT, env=env)
+    public, direct = Master(proc, f"http://127.0.0.1:{port}"), Master(proc, f"http://127.0.0.1:{agent_port}")
+    try:
+        _wait_up(public, log)
+        [front] = front_pids(log)
+        os.kill(front, signal.SIGSTOP)  # the front answers nothing now
+        try:
+            direct.token = "tok"  # the agent token
+            node = NodeInfo("n1", "10.0.0.1", Resources(gpu=0, cpu=4, memory_mb=4096))
+            body = json.dumps(RegisterRequest(node).to_dict()).encode()
+            status, reply = direct.call("POST", "/api/internal/agents/register", body)
+            assert status == 200, reply
+        finally:
+            os.kill(front, signal.SIGCONT)
+        public.token = ""
+        _wait_up(public, log)
+        status, nodes = public.call("GET", "/api/v2/nodes")
+        assert (status, [n["name"] for n in nodes]) == (200, ["n1"])  # registered with the master behind the front
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
