@@ -27,6 +27,7 @@ class Accounts:
         self._lock = threading.Lock()  # readers resolve tokens from several threads
         self._cache: OrderedDict[str, Caller] = OrderedDict()
         self._generation = 0  # bumped by invalidate: a lookup that raced with it is not cached
+        self.on_invalidate: Callable[[], None] | None = None  # called after each invalidate
 
     def login(self, name: str, password: str, expiration: int) -> tuple[str, User]:
         """A new token for ``name``, valid ``expiration`` seconds, when ``password`` is theirs. OpenPAI's errors:
@@ -111,8 +112,16 @@ class Accounts:
     def _valid(self, caller: Caller) -> Caller | None:
         return caller if caller.valid_at(self.clock()) else None
 
+    @property
+    def generation(self) -> int:
+        """How many times the cache was forgotten: a change to users or tokens changes it."""
+        with self._lock:
+            return self._generation
+
     def invalidate(self) -> None:
         """Forget every cached token: call after any change to users or tokens."""
         with self._lock:
             self._cache.clear()
             self._generation += 1
+        if self.on_invalidate is not None:
+            self.on_invalidate()

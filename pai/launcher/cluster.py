@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -70,6 +70,7 @@ class ClusterCache:
         self._lock = threading.Lock()  # readers and the writer thread share it
         self._value: Cluster | None = None
         self._generation = 0
+        self.on_invalidate: Callable[[], None] | None = None  # called after each invalidate
 
     def cached(self) -> Cluster | None:
         """The configuration if it is loaded (touches no database: the event loop may ask)."""
@@ -87,11 +88,19 @@ class ClusterCache:
                 self._value = value
         return value
 
+    @property
+    def generation(self) -> int:
+        """How many times the configuration was forgotten: a change to it changes it."""
+        with self._lock:
+            return self._generation
+
     def invalidate(self) -> None:
         """Forget the configuration: call after a committed change to it."""
         with self._lock:
             self._value = None
             self._generation += 1
+        if self.on_invalidate is not None:
+            self.on_invalidate()
 
 
 def apply_file(s: Session, doc: dict[str, Any], now: float) -> None:

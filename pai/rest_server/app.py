@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import socket
 from collections.abc import AsyncIterator
@@ -19,6 +18,7 @@ from pai.launcher.vcadmin import VcAdmin
 from pai.rest_server.channel import AgentChannels
 from pai.rest_server.config import MasterConfig
 from pai.rest_server.errors import PARSER_LINE_LIMIT, add_request_id, error_middleware
+from pai.rest_server.heap import freeze_heap
 from pai.rest_server.keys import AGENT_TOKEN, CHANNELS, CONFIG, DB, HTTP, LAUNCHER, LISTS, LOOP, STORE, VCADMIN
 from pai.rest_server.listing import Lists
 from pai.rest_server.metrics import timing_middleware
@@ -72,23 +72,20 @@ async def _http_client(app: web.Application) -> AsyncIterator[None]:
         yield
 
 
-async def _freeze_heap(app: web.Application) -> None:
-    """Keep what start-up built (modules, SQLAlchemy's metadata and caches, the first scheduling view) out of the
-    cyclic garbage collector's scans: a full collection otherwise walks all of it and holds every thread (measured
-    60-75 ms every 1-2 s during a burst of submissions), which is what a request waiting behind it pays."""
-    gc.collect()
-    gc.freeze()
+def _from_front(request: web.Request) -> bool:
+    """Whether the request came on the master's Unix socket: from the front (only its user's processes can open
+    the socket)."""
+    sock = request.transport.get_extra_info("socket") if request.transport is not None else None
+    return sock is not None and sock.family == socket.AF_UNIX
 
 
 @web.middleware
 async def _forwarded_for(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Behind the front, a request arrives on the master's Unix socket (which only its user's processes can open)
-    and names its caller's address in ``X-Forwarded-For``; on a TCP socket that header is the caller's own claim."""
+    """Behind the front, a request arrives on the master's Unix socket and names its caller's address in
+    ``X-Forwarded-For``; on a TCP socket that header is the caller's own claim."""
     forwarded = request.headers.get("X-Forwarded-For")
-    if forwarded is not None and request.transport is not None:
-        sock = request.transport.get_extra_info("socket")
-        if sock is not None and sock.family == socket.AF_UNIX:
-            request = request.clone(remote=forwarded.rsplit(",", 1)[-1].strip())
+    if forwarded is not None and _from_front(request):
+        request = request.clone(remote=forwarded.rsplit(",", 1)[-1].strip())
     return await handler(request)
 
 
@@ -103,6 +100,6 @@ def make_app(config: MasterConfig) -> web.Application:
     app[CHANNELS] = AgentChannels()
     app.on_shutdown.append(lambda a: a[CHANNELS].close())  # open WebSockets would hold the shutdown
     app.cleanup_ctx.extend([_database, _launcher_loop, _http_client])
-    app.on_startup.append(_freeze_heap)  # after the contexts above have started
+    app.on_startup.append(freeze_heap)  # after the contexts above have started
     app.add_routes(routes)
     return app

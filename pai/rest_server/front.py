@@ -9,13 +9,17 @@ a lower CPU priority closed that gap. A process has its own lock.
 So ``pai master`` runs the master behind a front (unless ``--no-front``): the front listens on the public address
 and answers the reads that users and the dashboard poll (the routes marked ``FRONT`` in the route table: job
 lists and a job's detail and config) itself, with the master's own handlers, on its own reader threads, list
-processes and connections to the store. Every other request (submissions, stops, logins, the agents' heartbeats
-and WebSocket channels, ``/metrics``) passes through to the master on a Unix socket in the data directory, as it
-came, with the caller's address in ``X-Forwarded-For``.
+processes and connections to the store. A request that writes (submissions, stops, logins, the agents'
+heartbeats) or opens a WebSocket (the agents' channels) is handed to the master with its connection
+(``pai.rest_server.handoff``): the master serves that connection from then on, so the front's event loop stays
+free for the reads. Every other request (the other reads, ``/metrics``, one that cannot be handed over) passes
+through to the master on a Unix socket in the data directory, as it came, with the caller's address in
+``X-Forwarded-For``, and its answer is streamed back.
 
-What the front caches (tokens, the cluster's ``jobsReadableByAll``) changes only by a request that writes, and
-every such request passes through the front: after one, the front forgets what it cached before it answers, so
-a revoked token is refused on the next request, as by the master alone.
+What the front caches (users and tokens, the cluster configuration for ``jobsReadableByAll``) the master caches
+too, and forgets whenever it changes; the front follows the master's generations of both (``handoff``) before
+every request, so a revoked token is refused on the next request, as by the master alone, while the submissions
+and heartbeats in their thousands leave the caches warm.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 
 from aiohttp import (
     ClientError,
@@ -45,6 +50,8 @@ from pai.launcher.service import Launcher
 from pai.rest_server.channel import PING_SECONDS
 from pai.rest_server.config import MasterConfig
 from pai.rest_server.errors import PARSER_LINE_LIMIT, REQUEST_ID, REQUEST_ID_HEADER, add_request_id, error_middleware
+from pai.rest_server.handoff import FrontLink
+from pai.rest_server.heap import freeze_heap
 from pai.rest_server.keys import CONFIG, DB, LAUNCHER, LISTS, STORE
 from pai.rest_server.listing import Lists
 from pai.rest_server.metrics import merged_metrics, timing_middleware
@@ -85,11 +92,39 @@ def _answered(request: web.Request, headers: CIMultiDictProxy[str]) -> CIMultiDi
     return CIMultiDict((k, v) for k, v in headers.items() if k.lower() not in HOP_BY_HOP)
 
 
+@dataclass
+class Generations:
+    """The master's cache generations the front last followed (None: none yet)."""
+
+    seen: tuple[int, int] | None = None
+
+    def follow(self, launcher: Launcher, now: tuple[int, int] | None) -> None:
+        """Forget each of the front's caches whose generation moved; both while the master publishes none."""
+        before, self.seen = self.seen, now
+        if now is None or before is None or now[0] != before[0]:
+            launcher.accounts.invalidate()
+        if now is None or before is None or now[1] != before[1]:
+            launcher.clusters.invalidate()
+
+
+GENERATIONS = web.AppKey("generations", Generations)  # what the front last followed
+LINK = web.AppKey("link", FrontLink)
+
+
+@web.middleware
+async def _follow_master(request: web.Request, handler: Handler) -> web.StreamResponse:
+    request.app[GENERATIONS].follow(request.app[LAUNCHER], request.app[LINK].generations())
+    return await handler(request)
+
+
 async def pass_through(request: web.Request) -> web.StreamResponse:
     """Every request the front does not answer itself: to the master, and its answer back as it comes."""
-    if request.headers.get("Upgrade", "").lower() == "websocket":
-        return await _websocket(request)
+    websocket = request.headers.get("Upgrade", "").lower() == "websocket"
     body = await request.read() if request.body_exists else None
+    if (websocket or request.method not in READS) and request.app[LINK].hand_over(request, body):
+        return web.Response()  # never sent: the front's copy of the connection is closed
+    if websocket:
+        return await _websocket(request)
     try:
         async with request.app[MASTER].request(request.method, UPSTREAM + request.raw_path, data=body,
                                                headers=_forwarded(request), allow_redirects=False,
@@ -104,16 +139,7 @@ async def pass_through(request: web.Request) -> web.StreamResponse:
             await response.write_eof()
     except ClientError as e:
         raise MasterUnavailableError(f"the master is not answering ({e or type(e).__name__}); try again") from None
-    finally:
-        if request.method not in READS:
-            _forget_cached(request.app)
     return response
-
-
-def _forget_cached(app: web.Application) -> None:
-    launcher = app[LAUNCHER]
-    launcher.accounts.invalidate()
-    launcher.clusters.invalidate()
 
 
 async def _websocket(request: web.Request) -> web.StreamResponse:
@@ -212,16 +238,24 @@ def _master_client(socket_path: str) -> Callable[[web.Application], AsyncIterato
     return context
 
 
+async def _close_link(link: FrontLink) -> None:
+    link.close()
+
+
 def make_front_app(config: MasterConfig, master_socket: str) -> web.Application:
     """The front: the master's own handlers for the routes marked ``FRONT``; everything else to ``master_socket``."""
     parser = {"max_line_size": PARSER_LINE_LIMIT, "max_field_size": PARSER_LINE_LIMIT}
-    app = web.Application(middlewares=[_timing, error_middleware], client_max_size=config.max_body_bytes,
-                          handler_args=parser)
+    app = web.Application(middlewares=[_follow_master, _timing, error_middleware],
+                          client_max_size=config.max_body_bytes, handler_args=parser)
     app.on_response_prepare.append(add_request_id)
     app[CONFIG] = config
     app[SOCKETS] = set()
+    app[GENERATIONS] = Generations()
+    app[LINK] = FrontLink(master_socket)
     app.on_shutdown.append(_close_sockets)
+    app.on_cleanup.append(lambda a: _close_link(a[LINK]))
     app.cleanup_ctx.extend([_store, _master_client(master_socket)])
+    app.on_startup.append(freeze_heap)  # after the contexts above have started
     app.add_routes(served_by_front())
     app.router.add_get("/metrics", metrics)
     app.router.add_route("*", "/{tail:.*}", pass_through)

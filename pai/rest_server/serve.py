@@ -29,6 +29,7 @@ from aiohttp import web
 from pai.rest_server.app import make_app
 from pai.rest_server.config import MasterConfig
 from pai.rest_server.front import MASTER_SOCKET, make_front_app
+from pai.rest_server.handoff import MasterLink
 from pai.rest_server.listing import end_with
 
 log = logging.getLogger("pai.master")
@@ -83,11 +84,13 @@ async def _behind_front(config: MasterConfig, public: socket.socket, agents: lis
     config.data_dir.mkdir(parents=True, exist_ok=True)
     runner = web.AppRunner(make_app(config), handle_signals=False)
     await runner.setup()
+    link = MasterLink(path)
     try:
         if os.path.exists(path):
             os.unlink(path)  # left by a master that was killed
         await web.UnixSite(runner, path).start()
         os.chmod(path, 0o600)  # only this user's processes (the front) reach the master without the front
+        await link.start(runner)
         for sock in agents:  # the agents' port: the master itself, with no hop through the front
             await web.SockSite(runner, sock).start()
         front = _start_front(config, public, path, setup)
@@ -105,6 +108,7 @@ async def _behind_front(config: MasterConfig, public: socket.socket, agents: lis
             log.warning("the front ended unexpectedly exitcode=%s; started again front_pid=%s", exitcode, front.pid)
         await loop.run_in_executor(None, _end, front)
     finally:
+        link.close()
         await runner.cleanup()
         public.close()
         if os.path.exists(path):

@@ -1,8 +1,10 @@
 """The read front (pai.rest_server.front) in front of a real master on its Unix socket: what it answers itself,
-what it passes through as it came, and what it forgets after a write."""
+what it hands to the master with its connection (pai.rest_server.handoff) or passes through as it came, and what
+it forgets after a write."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
@@ -19,6 +21,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from pai.rest_server.app import make_app
 from pai.rest_server.config import MasterConfig
 from pai.rest_server.front import make_front_app
+from pai.rest_server.handoff import MAX_HANDOFF_BYTES, MasterLink
+from pai.rest_server.keys import LAUNCHER
 from pai.rest_server.metrics import merged_metrics
 from pai.rest_server.serve import master_socket_path
 from tests.rest_server.conftest import ADMIN_PASSWORD, AGENT_TOKEN, Api
@@ -34,9 +38,19 @@ class Fronted:
     api: Api  # speaks to the front
     master_socket: str
     master: web.AppRunner
+    link: MasterLink | None  # None: the master takes no connection over (every request passes through)
 
     async def stop_master(self) -> None:
         await self.master.cleanup()
+
+    async def direct_call(self, raw: bytes) -> bytes:
+        """``raw`` (one HTTP/1.1 request) sent to the master itself, on its Unix socket; its answer's first bytes."""
+        reader, writer = await asyncio.open_unix_connection(self.master_socket)
+        try:
+            writer.write(raw)
+            return await asyncio.wait_for(reader.read(4096), 10)
+        finally:
+            writer.close()
 
     async def direct(self, path: str, headers: dict[str, str]) -> Any:
         """A request to the master itself, on its Unix socket."""
@@ -47,9 +61,10 @@ class Fronted:
 
 
 @pytest.fixture
-async def fronted(db_url: str, tmp_path: Path,
+async def fronted(db_url: str, tmp_path: Path, request: pytest.FixtureRequest,
                   aiohttp_client: Callable[[web.Application], Awaitable[TestClient[Any, Any]]]
                   ) -> AsyncIterator[Fronted]:
+    """The master and its front; with the handoff link unless the test asks ``fronted`` for False."""
     config = MasterConfig(data_dir=tmp_path / "data", database_url=db_url, admin_password=ADMIN_PASSWORD,
                           agent_token=AGENT_TOKEN, tick_seconds=0.05, list_processes=0)
     path = master_socket_path(config.data_dir)
@@ -57,9 +72,14 @@ async def fronted(db_url: str, tmp_path: Path,
     runner = web.AppRunner(make_app(replace(config, front=True)))
     await runner.setup()
     await web.UnixSite(runner, path).start()
+    link = MasterLink(path) if getattr(request, "param", True) else None
+    if link is not None:
+        await link.start(runner)
     api = Api(await aiohttp_client(make_front_app(config, path)))
     await api.login()
-    yield Fronted(api, path, runner)
+    yield Fronted(api, path, runner, link)
+    if link is not None:
+        link.close()
     await runner.cleanup()
 
 
@@ -110,7 +130,9 @@ async def test_a_revoke_through_the_front_is_refused_on_the_next_read(fronted: F
     assert (status, body["code"]) == (401, "UnauthorizedUserError")
 
 
-async def test_the_agent_channel_passes_through_both_ways(fronted: Fronted) -> None:
+@pytest.mark.parametrize("fronted", [pytest.param(True, id="handed-over"), pytest.param(False, id="passed-through")],
+                         indirect=True)
+async def test_the_agent_channel_reaches_the_master_both_ways(fronted: Fronted) -> None:
     client = fronted.api.client
     async with client.ws_connect("/api/internal/agents/n1/channel",
                                  headers={"Authorization": f"Bearer {AGENT_TOKEN}"}) as ws:
@@ -161,3 +183,94 @@ def test_merged_metrics_keeps_a_family_in_one_group() -> None:
                           'pai_rest_request_duration_seconds_count{route="/f"} 5.0', "# HELP b B"]
     assert lines[-3:] == ["# HELP c C", "# TYPE c gauge", "c 4.0"]  # only the front's: added whole
     assert len(lines) == 13
+
+
+def port_of(fronted: Fronted) -> int:
+    port = fronted.api.client.port
+    assert port is not None
+    return port
+
+
+async def exchange(port: int, raw: bytes, answers: int = 1) -> list[bytes]:
+    """Send ``raw`` on one new connection and read ``answers`` HTTP answers (each with its Content-Length)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    found = []
+    try:
+        writer.write(raw)
+        for _ in range(answers):
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+            length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                          if line.lower().startswith(b"content-length:"))
+            found.append(head.split(b"\r\n")[0] + b"\n" + await reader.readexactly(length))
+    finally:
+        writer.close()
+    return found
+
+
+def post(token: str, body: bytes, path: str = "/api/v2/jobs") -> bytes:
+    return (f"POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+
+
+def get(token: str, path: str) -> bytes:
+    return f"GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n".encode()
+
+
+async def test_a_submission_goes_to_the_master_with_its_connection(fronted: Fronted) -> None:
+    assert fronted.link is not None
+    token = await fronted.api.login()
+    port = port_of(fronted)
+    adopted = fronted.link.adopted
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:  # the submission, then a read on the same connection: the master answers both (the front closed its copy)
+        for raw in (post(token, json.dumps(JOB).encode()), get(token, "/api/v2/jobs/admin~j1")):
+            writer.write(raw)
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+            length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                          if line.lower().startswith(b"content-length:"))
+            body = json.loads(await reader.readexactly(length))
+            assert head.split(b" ")[1] in (b"202", b"200"), body
+    finally:
+        writer.close()
+    assert body["name"] == "j1"
+    assert fronted.link.adopted == adopted + 1
+
+
+async def test_the_fronts_token_cache_stays_warm_through_submissions(fronted: Fronted) -> None:
+    api = fronted.api
+    token, port, front = await api.login(), port_of(fronted), api.client.app
+    assert front is not None
+    front_launcher = front[LAUNCHER]
+    # each exchange on a connection of its own: a connection that wrote may have been handed to the master
+    assert (await exchange(port, get(token, "/api/v2/jobs")))[0].startswith(b"HTTP/1.1 200")
+    assert front_launcher.accounts.cached_caller(token)[0]  # the front has looked the token up
+    assert (await exchange(port, post(token, json.dumps(JOB).encode())))[0].startswith(b"HTTP/1.1 202")
+    assert front_launcher.accounts.cached_caller(token)[0]  # a submission changes no token: still cached
+
+
+async def test_a_revoke_the_front_never_saw_is_followed_on_its_next_read(fronted: Fronted) -> None:
+    api = fronted.api
+    token, port = await api.login(), port_of(fronted)
+    assert (await exchange(port, get(token, "/api/v2/jobs")))[0].startswith(b"HTTP/1.1 200")  # cached by the front
+    revoke = f"DELETE /api/v2/tokens/{token} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n"
+    assert (await fronted.direct_call(revoke.encode())).startswith(b"HTTP/1.1 200")  # on the master's own socket
+    answer = (await exchange(port, get(token, "/api/v2/jobs")))[0]
+    assert answer.startswith(b"HTTP/1.1 401") and b"UnauthorizedUserError" in answer
+
+
+@pytest.mark.parametrize(("name", "raw"), [
+    pytest.param("pipelined", lambda token: post(token, json.dumps(JOB).encode()) + get(token, "/api/v2/jobs/admin~j1"),
+                 id="a-pipelined-request-after-it"),
+    pytest.param("large", lambda token: post(token, json.dumps({**JOB, "description": "x" * MAX_HANDOFF_BYTES})
+                                             .encode()), id="larger-than-a-handoff"),
+])
+async def test_a_request_that_cannot_be_handed_over_passes_through(fronted: Fronted, name: str,
+                                                                   raw: Callable[[str], bytes]) -> None:
+    assert fronted.link is not None
+    token = await fronted.api.login()
+    adopted = fronted.link.adopted
+    answers = await exchange(port_of(fronted), raw(token), answers=2 if name == "pipelined" else 1)
+    assert answers[0].startswith(b"HTTP/1.1 202"), answers[0][:300]
+    if name == "pipelined":
+        assert answers[1].startswith(b"HTTP/1.1 200") and json.loads(answers[1].split(b"\n", 1)[1])["name"] == "j1"
+    assert fronted.link.adopted == adopted  # nothing handed over
