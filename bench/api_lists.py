@@ -31,6 +31,9 @@ the client's threads get the CPU after the master's and the list client's. Measu
 two runs each): it does not close the paged list's tail (p99 ratio 3.5-4.0x at nice 10, 3.0-4.6x at 0), nor does
 running the master's writer thread at nice 5: the reads wait for the master's interpreter lock, not for a CPU.
 
+A p99 over ~60 samples (a burst of 3,000) is about their slowest, and one slow request moves it from run to run:
+``--burst 6000 --idle-seconds 40`` gives ~150 samples a side and a steadier ratio.
+
 A request is timed until its whole body is read. Figures, not assertions. Targets (issue 10): default list
 p99 <= 500 ms, paged list and every filter p99 <= 50 ms, detail p99 <= 20 ms, master RSS <= 500 MB; during a
 burst of submissions, the list p99 <= 2x idle.
