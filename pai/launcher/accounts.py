@@ -60,7 +60,10 @@ class Accounts:
                 mine = tokens.tokens_of(s, caller.user.name, self.clock())
                 digest, owner = next(((d, c) for d, c in mine.items()
                                       if tokens.token_reference(d) == token_or_reference), (digest, None))
-            if owner is None:
+            if owner is None:  # none of the caller's: another user's reference is refused, as their token is
+                other = tokens.owner_by_reference(s, token_or_reference)
+                if other is not None and other != caller.user.name:
+                    raise ForbiddenUserError(f"User {caller.user.name} is not allowed to do this operation.")
                 return False
             if owner.user.name != caller.user.name:
                 raise ForbiddenUserError(f"User {caller.user.name} is not allowed to do this operation.")

@@ -6,6 +6,7 @@ A token is therefore never shown again: listing a user's tokens gives each one's
 
 from __future__ import annotations
 
+import re
 import time
 
 from sqlalchemy import delete, select
@@ -73,6 +74,17 @@ def tokens_of(s: Session, user: str, now: float) -> dict[str, Caller]:
         return {}
     found = {r.token_hash: Caller(owner, r.expires_at, r.application, r.created_at) for r in rows}
     return {digest: c for digest, c in found.items() if c.valid_at(now)}
+
+
+def owner_by_reference(s: Session, reference: str) -> str | None:
+    """The user whose token ``reference`` names (:func:`token_reference`), whoever it is; None when none does."""
+    prefix = reference.removeprefix(REFERENCE_PREFIX)
+    if not reference.startswith(REFERENCE_PREFIX) or re.fullmatch("[0-9a-f]{16}", prefix) is None:
+        return None
+    return s.scalar(
+        select(UserRow.name).join(TokenRow, TokenRow.user_id == UserRow.id)
+        .where(TokenRow.token_hash.startswith(prefix, autoescape=True)).limit(1)
+    )
 
 
 def revoke(s: Session, token: str) -> bool:

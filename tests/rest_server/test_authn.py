@@ -140,6 +140,11 @@ async def test_a_token_is_revoked_by_its_owner_only(api: Api) -> None:
     status, refused = await api.call("DELETE", f"/api/v2/tokens/{admin_token}", token=bob)
     assert (status, refused["code"]) == (403, "ForbiddenUserError")
     assert await works(api, admin_token)  # a refused request changes nothing
+    status, refused = await api.call("DELETE", f"/api/v2/tokens/{reference(admin_token)}", token=bob)
+    assert (status, refused["code"]) == (403, "ForbiddenUserError")  # by its reference too
+    assert await works(api, admin_token)
+    status, _ = await api.call("DELETE", "/api/v2/tokens/token-0123456789abcdef", token=bob)
+    assert status == 200  # a reference that names no token: done, as OpenPAI answers
     status, _ = await api.call("DELETE", "/api/v2/tokens/no-such-token", token=bob)
     assert status == 200  # as OpenPAI: revoking what does not exist is done
     status, _ = await api.call("DELETE", f"/api/v2/tokens/{bob}", token=bob)
