@@ -19,6 +19,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from pai.nodeagent import logcap
 from pai.nodeagent.paths import AgentPaths, LogStream, is_attempt_id
+from pai.protocol.door import DOOR_LOGGER
 
 TEXT = "text/plain; charset=utf-8"
 _PATHS = web.AppKey("paths", AgentPaths)
@@ -66,7 +67,7 @@ async def _get_metrics(request: web.Request) -> web.Response:
 def make_app(paths: AgentPaths, token: str | None = None, metrics: Render | None = None) -> web.Application:
     """``token``: the agent token the master presents; None only for an agent that has none (the master
     refuses such an agent, so it runs nothing). ``metrics``: renders ``/metrics``."""
-    app = web.Application()
+    app = web.Application(handler_args={"logger": DOOR_LOGGER})  # one line per malformed request (pai.protocol.door)
     app[_PATHS] = paths
     app[_TOKEN] = token or ""
     app.router.add_get("/logs/{attempt_id}/{stream:stdout|stderr}", _get_log)

@@ -15,6 +15,7 @@ from pai.jobspec.vcconfig import load_cluster_config
 from pai.launcher.loop import LauncherLoop, StoreThread
 from pai.launcher.service import Launcher
 from pai.launcher.vcadmin import VcAdmin
+from pai.protocol.door import DOOR_LOGGER
 from pai.rest_server.channel import AgentChannels
 from pai.rest_server.config import MasterConfig
 from pai.rest_server.errors import PARSER_LINE_LIMIT, add_request_id, error_middleware
@@ -92,7 +93,7 @@ async def _forwarded_for(request: web.Request, handler: Handler) -> web.StreamRe
 def make_app(config: MasterConfig) -> web.Application:
     # aiohttp's parser answers a longer request line or header itself, in plain text; below its limit the error
     # middleware refuses what is too long with a JSON 414/431 (see pai.rest_server.errors).
-    parser = {"max_line_size": PARSER_LINE_LIMIT, "max_field_size": PARSER_LINE_LIMIT}
+    parser = {"max_line_size": PARSER_LINE_LIMIT, "max_field_size": PARSER_LINE_LIMIT, "logger": DOOR_LOGGER}
     app = web.Application(middlewares=[_forwarded_for, timing_middleware, error_middleware],
                           client_max_size=config.max_body_bytes, handler_args=parser)
     app.on_response_prepare.append(add_request_id)

@@ -47,6 +47,7 @@ from prometheus_client import generate_latest
 from pai.domain.errors import PaiError
 from pai.launcher.loop import StoreThread
 from pai.launcher.service import Launcher
+from pai.protocol.door import DOOR_LOGGER
 from pai.rest_server.channel import PING_SECONDS
 from pai.rest_server.config import MasterConfig
 from pai.rest_server.errors import PARSER_LINE_LIMIT, REQUEST_ID, REQUEST_ID_HEADER, add_request_id, error_middleware
@@ -244,7 +245,7 @@ async def _close_link(link: FrontLink) -> None:
 
 def make_front_app(config: MasterConfig, master_socket: str) -> web.Application:
     """The front: the master's own handlers for the routes marked ``FRONT``; everything else to ``master_socket``."""
-    parser = {"max_line_size": PARSER_LINE_LIMIT, "max_field_size": PARSER_LINE_LIMIT}
+    parser = {"max_line_size": PARSER_LINE_LIMIT, "max_field_size": PARSER_LINE_LIMIT, "logger": DOOR_LOGGER}
     app = web.Application(middlewares=[_follow_master, _timing, error_middleware],
                           client_max_size=config.max_body_bytes, handler_args=parser)
     app.on_response_prepare.append(add_request_id)
