@@ -11,7 +11,7 @@ from aiohttp import web
 
 from pai.domain.errors import InvalidParametersError, NoJobError, NoTaskLogError
 from pai.launcher import queries
-from pai.launcher.access import owner_of
+from pai.launcher.access import hide_other_users_jobs, owner_of
 from pai.launcher.job_attempts import JobAttempt, find_attempt, job_attempts
 from pai.rest_server import job_views
 from pai.rest_server.jobs import key_of, reader
@@ -24,11 +24,12 @@ Render = Callable[[queries.JobDetail, list[JobAttempt]], Any]
 async def _answer(request: web.Request, render: Render) -> web.Response:
     """Read the job (one read transaction on a reader thread) and render it there."""
     key = key_of(request)
-    await reader(request, [owner_of(key)])
+    user, everyone = await reader(request, [owner_of(key)])
 
     def read(db: Database) -> bytes:
         found = queries.job_detail(db, key)
-        return json.dumps(render(found, job_attempts(found.job, found.attempts))).encode()
+        answer = render(found, job_attempts(found.job, found.attempts))
+        return json.dumps(hide_other_users_jobs(answer, user, everyone)).encode()
 
     body = await request.app[STORE].read(read, request.app[LAUNCHER].db)
     return web.Response(body=body, content_type="application/json")

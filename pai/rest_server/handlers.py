@@ -12,9 +12,11 @@ from pai.domain.errors import ForbiddenUserError, InvalidParametersError, NoVirt
 from pai.domain.node import NodeState
 from pai.domain.node import sku_types as node_sku_types
 from pai.jobspec.agentmsg import check_agent_message
+from pai.launcher.access import may_read_jobs_of, owner_of
 from pai.protocol.messages import HeartbeatRequest, ProtocolError, RegisterRequest
 from pai.rest_server.auth import check_agent, current_user
 from pai.rest_server.bodies import json_body
+from pai.rest_server.jobs import reader
 from pai.rest_server.keys import CHANNELS, CONFIG, LAUNCHER, LOOP, STORE, VCADMIN
 from pai.rest_server.views import node_view
 
@@ -44,9 +46,11 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 async def list_nodes(request: web.Request) -> web.Response:
-    await current_user(request)
+    """Every node; another user's tasks only counted where users read their own jobs only (``pai.launcher.access``)."""
+    user, everyone = await reader(request, ())
     reports = await request.app[STORE].read(request.app[LAUNCHER].node_reports)
-    return web.json_response([node_view(r) for r in reports])
+    return web.json_response([node_view(r, lambda job: may_read_jobs_of(user, owner_of(job), everyone))
+                              for r in reports])
 
 
 async def sku_types(request: web.Request) -> web.Response:

@@ -14,7 +14,7 @@ from pai.domain.limits import INT32_MAX
 from pai.domain.states import JobState
 from pai.jobspec import stored_config
 from pai.launcher import job_removal, jobtags, queries
-from pai.launcher.access import may_read_jobs_of, owner_of, require_reader
+from pai.launcher.access import hide_other_users_jobs, may_read_jobs_of, owner_of, require_reader
 from pai.launcher.jobtags import check_tag
 from pai.launcher.logs import MAX_LOG_BYTES
 from pai.launcher.queries import JobFilters, Order
@@ -129,13 +129,13 @@ def key_of(request: web.Request) -> str:
 
 
 async def job_detail_handler(request: web.Request) -> web.Response:
-    await reader(request, [owner_of(key_of(request))])
-    body = await request.app[STORE].read(_detail_body, request.app[LAUNCHER].db, key_of(request))
+    user, everyone = await reader(request, [owner_of(key_of(request))])
+    body = await request.app[STORE].read(_detail_body, request.app[LAUNCHER].db, key_of(request), user, everyone)
     return web.Response(body=body, content_type="application/json")
 
 
-def _detail_body(db: Database, key: str) -> bytes:
-    return json.dumps(job_detail(queries.job_detail(db, key))).encode()
+def _detail_body(db: Database, key: str, user: User, everyone: bool) -> bytes:
+    return json.dumps(hide_other_users_jobs(job_detail(queries.job_detail(db, key)), user, everyone)).encode()
 
 
 async def job_config(request: web.Request) -> web.Response:
@@ -149,9 +149,9 @@ async def job_config(request: web.Request) -> web.Response:
 
 
 async def job_attempts(request: web.Request) -> web.Response:
-    await reader(request, [owner_of(key_of(request))])
+    user, everyone = await reader(request, [owner_of(key_of(request))])
     attempts = await request.app[STORE].read(queries.job_attempts, request.app[LAUNCHER].db, key_of(request))
-    return web.json_response([attempt_view(a) for a in attempts])
+    return web.json_response(hide_other_users_jobs([attempt_view(a) for a in attempts], user, everyone))
 
 
 async def execution_type(request: web.Request) -> web.Response:

@@ -8,7 +8,7 @@ from aiohttp import web
 
 from pai.domain.errors import InvalidParametersError
 from pai.launcher import queries
-from pai.launcher.access import may_read_jobs_of
+from pai.launcher.access import hide_other_users_jobs, may_read_jobs_of
 from pai.launcher.usage import MAX_HOURS
 from pai.rest_server.auth import current_user
 from pai.rest_server.jobs import int_param, reader
@@ -54,6 +54,6 @@ async def vc_queue(request: web.Request) -> web.Response:
     launcher = request.app[LAUNCHER]
     queue = await request.app[STORE].read(queries.vc_queue, launcher.db, launcher.clusters, request.match_info["vc"],
                                           limit)
-    jobs = [{**job_summary(j), "waitingReason": j.waiting_reason} for j in queue.jobs
-            if may_read_jobs_of(user, j.user, everyone)]  # where jobs are private: the caller's own (positions tell)
+    jobs = [hide_other_users_jobs({**job_summary(j), "waitingReason": j.waiting_reason}, user, everyone)
+            for j in queue.jobs if may_read_jobs_of(user, j.user, everyone)]  # where jobs are private: the caller's own
     return web.json_response({"name": request.match_info["vc"], "total": queue.total, "jobs": jobs})

@@ -3,7 +3,7 @@ and attempts: ``pai.rest_server.job_views``."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pai.domain.job import Job
@@ -76,8 +76,11 @@ def attempt_view(a: TaskAttempt) -> dict[str, Any]:
     }
 
 
-def node_view(report: NodeReport) -> dict[str, Any]:
+def node_view(report: NodeReport, shown: Callable[[str], bool] = lambda job: True) -> dict[str, Any]:
+    """A node with its tasks; a task whose job ``shown`` refuses (another user's, where jobs are private) is only
+    counted, in ``otherUsersTasks``."""
     node, used = report.node, report.used
+    tasks = [t for t in report.tasks if shown(t.job)]
     return {
         "name": node.name,
         "address": node.address,
@@ -93,5 +96,6 @@ def node_view(report: NodeReport) -> dict[str, Any]:
         "used": used.to_dict(),
         "usedGpus": report.used_gpus,
         "tasks": [{"job": t.job, "role": t.role, "taskIndex": t.index, "state": t.state.value, "gpus": list(t.gpus)}
-                  for t in report.tasks],
+                  for t in tasks],
+        "otherUsersTasks": len(report.tasks) - len(tasks),
     }

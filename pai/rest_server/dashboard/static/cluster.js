@@ -59,6 +59,9 @@ function legend() {
     cell("off", "on a lost node"));
 }
 
+/** The node's tasks, another user's included (where jobs are private, the master only counts those). */
+const taskCount = (n) => n.tasks.length + (n.otherUsersTasks || 0);
+
 function tile(n) {
   const owner = {};
   for (const t of n.tasks) for (const g of t.gpus) owner[g] = `${t.job} ${t.role}[${t.taskIndex}]`;
@@ -67,13 +70,14 @@ function tile(n) {
   for (let i = 0; i < n.total.gpu; i++) {
     const failed = n.failedGpus.includes(i);
     const cls = lost ? "off" : failed ? "failed" : n.usedGpus.includes(i) ? "used" : "free";
-    gpus.push(h(`span.gpu.${cls}`, { title: `GPU ${i}: ${failed ? "failed" : owner[i] || (lost ? "lost" : "free")}` }));
+    const who = owner[i] || (n.usedGpus.includes(i) ? "another user's task" : lost ? "lost" : "free");
+    gpus.push(h(`span.gpu.${cls}`, { title: `GPU ${i}: ${failed ? "failed" : who}` }));
   }
   return h("div.node-tile", { class: `tile-${lower(n.state)}${n.healthy ? "" : " unhealthy"}`, "data-node": n.name },
     h("div.node-head", {}, h("a.node-name", { href: "#/nodes" }, n.name), badge(n.state)),
     h("div.gpus", {}, gpus.length ? gpus : h("span.muted", {}, "no GPUs")),
     h("div.node-meta", {}, `${n.used.cpu}/${n.total.cpu} CPU · ${fmtMb(n.used.memoryMB)}/${fmtMb(n.total.memoryMB)}`),
-    h("div.node-meta", {}, n.tasks.length ? `${n.tasks.length} task${n.tasks.length > 1 ? "s" : ""}` : "idle",
+    h("div.node-meta", {}, taskCount(n) ? `${taskCount(n)} task${taskCount(n) > 1 ? "s" : ""}` : "idle",
       n.healthy ? null : h("span.warn", { title: n.problems.join("; ") }, " · unhealthy")));
 }
 

@@ -61,10 +61,12 @@ function gpus(n) {
 }
 
 function tasks(n) {
-  if (!n.tasks.length) return h("span.muted", {}, "—");
+  const others = n.otherUsersTasks || 0;  // where jobs are private, other users' tasks are only counted
+  if (!n.tasks.length && !others) return h("span.muted", {}, "—");
   return h("ul.plain", {}, n.tasks.map((t) => h("li", {}, jobLink(t.job), ` ${t.role}[${t.taskIndex}]`,
     t.gpus.length ? h("span.muted", {}, ` GPU ${t.gpus.join(",")}`) : null,
-    t.state !== "RUNNING" ? h("span.muted", {}, ` ${t.state.toLowerCase()}`) : null)));
+    t.state !== "RUNNING" ? h("span.muted", {}, ` ${t.state.toLowerCase()}`) : null)),
+    others ? h("li.muted.other-tasks", {}, `${others} task${others > 1 ? "s" : ""} of other users`) : null);
 }
 
 function health(n) {
