@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.dockerkit import docker_engine, require_engine
+from tests.filemodes import umask
 from tests.registrykit import Registry, registry, require_registry
 
 
@@ -24,3 +25,10 @@ def docker_registry() -> Iterator[Registry]:
     require_registry()
     with registry() as r:
         yield r
+
+
+@pytest.fixture
+def umask_022() -> Iterator[None]:
+    """The common umask, under which files the platform keeps private must still come out 0600."""
+    with umask(0o022):
+        yield

@@ -28,6 +28,7 @@ HTPASSWD = "pai-bot:$2y$05$v76KIUwfkubdMTxi9XIjeOl5DpJqJ.QAfrGcoYcYbnm1EzekqAaBq
 @dataclass(frozen=True)
 class Registry:
     address: str  # host:port
+    root: Path  # its configuration and storage (``data/``): a test may break what it serves
 
 
 def require_registry() -> None:
@@ -69,7 +70,7 @@ def registry() -> Iterator[Registry]:
             if time.monotonic() > deadline:
                 raise RuntimeError("docker-registry did not answer within 30 s")
             time.sleep(0.1)
-        yield Registry(address)
+        yield Registry(address, root)
     finally:
         proc.terminate()
         try:

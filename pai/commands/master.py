@@ -14,6 +14,7 @@ from pai.launcher.service import LauncherConfig
 from pai.rest_server.config import MasterConfig
 from pai.rest_server.serve import serve
 from pai.store.db import default_data_dir
+from pai.store.keyring import SecretKeyError
 
 
 @click.command("master")
@@ -77,6 +78,8 @@ def master(host: str, port: int, data_dir: Path | None, database_url: str | None
     )
     try:
         serve(config, lambda msg: click.echo(msg, err=True), setup_logging)
+    except SecretKeyError as e:  # not the key that sealed this database's secrets (docs/operations.md)
+        raise click.ClickException(e.message) from None
     except OSError as e:
         if e.errno != errno.EADDRINUSE:
             raise

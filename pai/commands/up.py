@@ -1,11 +1,13 @@
 """``pai up``: an embedded cluster on this machine (master on SQLite + one local agent + an admin user).
 
 Ctrl-C (or the end of ``--run``) stops the agent, which kills its tasks, then the master: no process is
-left behind.
+left behind. A job's codeDir may be a local path under the current directory, the ``--run`` file's directory and
+each ``--local-path`` (the cluster configuration's ``localPaths``, written to ``<data-dir>/up-cluster.json``).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import signal
@@ -14,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -29,6 +31,7 @@ from pai.cli.submit import prepare_spec, wait_for_job
 from pai.commands.logs import setup_logging
 from pai.nodeagent.docker_runtime import engine_answers
 from pai.store.db import default_data_dir
+from pai.store.private import private_dir, restrict, write_private
 
 
 def _free_port(host: str) -> int:
@@ -80,15 +83,14 @@ def _credentials(data_dir: Path) -> tuple[str, str]:
     """The admin password and agent token of this data directory: from the environment, else kept in a
     0600 file so that a second ``pai up`` on the same directory logs in with the same password."""
     path = data_dir / "up-credentials"
+    private_dir(data_dir)
     if path.exists():
+        restrict(path)  # one left wider by an older version
         stored = path.read_text().split()
         password, token = stored[0], stored[1]
     else:
         password, token = secrets.token_urlsafe(12), secrets.token_urlsafe(24)
-        data_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(f"{password}\n{token}\n")
+        write_private(path, f"{password}\n{token}\n")
     return os.environ.get("PAI_ADMIN_PASSWORD", password), os.environ.get("PAI_AGENT_TOKEN", token)
 
 
@@ -107,17 +109,27 @@ def _wait_until(what: str, probe: Callable[[], object], timeout: float, procs: l
     raise click.ClickException(f"{what}: not ready after {timeout:.0f}s")
 
 
+def _cluster_config(data_dir: Path, local_paths: Sequence[Path]) -> Path:
+    """The configuration the master starts with: its ``localPaths``, the directories a codeDir may be under."""
+    path = data_dir / "up-cluster.json"
+    roots = list(dict.fromkeys(str(p.resolve()) for p in local_paths))
+    path.write_text(json.dumps({"localPaths": [{"path": r} for r in roots]}, indent=2) + "\n")
+    return path
+
+
 @contextmanager
-def _cluster(host: str, port: int, data_dir: Path, agent_flags: list[str]) -> Iterator[tuple[str, str]]:
+def _cluster(host: str, port: int, data_dir: Path, agent_flags: list[str],
+             local_paths: Sequence[Path] = ()) -> Iterator[tuple[str, str]]:
     _require_free_port(host, port)
     password, token = _credentials(data_dir)
+    config = _cluster_config(data_dir, local_paths)
     env = {**os.environ, "PAI_ADMIN_PASSWORD": password, "PAI_AGENT_TOKEN": token}
     url = f"http://{host}:{port}"
     py = [sys.executable, "-m", "pai"]
     procs: list[subprocess.Popen[bytes]] = []
     try:
         procs.append(subprocess.Popen([*py, "master", "--host", host, "--port", str(port),
-                                       "--data-dir", str(data_dir)], env=env))
+                                       "--data-dir", str(data_dir), "--vc-config", str(config)], env=env))
         api = MasterApi(HttpClient(url, timeout=5))
         _wait_until("master", lambda: api.http.json("GET", "/healthz"), 30, procs)
         login = api.login("admin", password)
@@ -169,10 +181,14 @@ def _run(url: str, password: str, file: Path) -> int:
 @click.option("--gpus", type=int, default=None, help="GPUs of the local agent (default: detected, else 0).")
 @click.option("--cpus", type=int, default=None, help="CPU slots of the local agent (default: 4 per core).")
 @click.option("--memory-mb", type=int, default=None, help="Memory of the local agent (default: detected).")
+@click.option("--local-path", "local_paths", multiple=True, type=click.Path(file_okay=False, path_type=Path),
+              help="A directory a job's codeDir may be under, besides the current directory and the --run file's "
+                   "(repeatable).")
 def up(host: str, port: int | None, data_dir: Path | None, run_file: Path | None, runtime: str, gpus: int | None,
-       cpus: int | None, memory_mb: int | None) -> None:
+       cpus: int | None, memory_mb: int | None, local_paths: tuple[Path, ...]) -> None:
     """Run an embedded cluster: a master on SQLite, one local agent and an admin user."""
     setup_logging("up")
+    roots = [Path.cwd(), *([run_file.parent] if run_file is not None else []), *local_paths]
     runtime = _choose_runtime(runtime)
     if cpus is None:
         # The process runtime does not pin CPUs: the embedded cluster offers 4 slots per core so that a
@@ -185,15 +201,16 @@ def up(host: str, port: int | None, data_dir: Path | None, run_file: Path | None
     if run_file is not None:
         with tempfile.TemporaryDirectory(prefix="pai-up-") as tmp:
             chosen = data_dir or Path(tmp)
-            with _cluster(host, port or _free_port(host), chosen, flags) as (url, password):
+            with _cluster(host, port or _free_port(host), chosen, flags, roots) as (url, password):
                 code = _run(url, password, run_file)
         sys.exit(code)
     chosen = data_dir or default_data_dir()
-    with _cluster(host, port or 9186, chosen, flags) as (url, password):
+    with _cluster(host, port or 9186, chosen, flags, roots) as (url, password):
         token = MasterApi(HttpClient(url)).login("admin", password)["token"]
         save_config(config_path(os.environ), CliConfig(master=url, user="admin", token=token))
         click.echo(f"pai is up at {url}\n  user: admin\n  password: {password}\n"
                    f"  data: {chosen}\n  the CLI is logged in (pai submit examples/hello-v1.json).\n"
+                   f"  codeDir may be under: {', '.join(str(r.resolve()) for r in roots)} (more: --local-path)\n"
                    "Press Ctrl-C to stop everything.")
         stop = False
 

@@ -18,6 +18,8 @@ RESERVED_PORT_LABELS = ("http", "ssh")
 RETRY_UNLIMITED = -1
 # ... or retry after every exit, success and permanent failures included: a service that runs until stopped.
 RETRY_ALWAYS = -2
+# How a secret's value is shown in every answer, and kept in the store's clear columns.
+SECRET_MASK = "******"
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +102,9 @@ class JobSpec:
     # v2 ``secrets`` as submitted (None: the job has none), written to files in every task (OpenPAI's
     # /usr/local/pai/secrets/secrets.yaml); never shown.
     secrets: dict[str, Any] | None = field(default=None, repr=False)
+    # A spec read from the store: its secrets, and the commands and image auth rendered from them, are masked
+    # (SECRET_MASK) and this opaque token holds them, encrypted (pai.store.sealing). None: they are in clear here.
+    sealed: str | None = field(default=None, repr=False)
 
     def role(self, name: str) -> TaskRoleSpec:
         for r in self.task_roles:

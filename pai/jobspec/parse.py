@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pai.domain.jobspec import PRIORITY_CLASSES, JobSpec, SpecWarning
+from pai.domain.jobspec import PRIORITY_CLASSES, SECRET_MASK, JobSpec, SpecWarning
 from pai.domain.limits import DEFAULT_JOB_LIMITS, JobLimits
 from pai.jobspec import v1, v2
 from pai.jobspec.decode import Syntax, decode
@@ -15,7 +15,7 @@ from pai.jobspec.limits import check_job_limits
 from pai.jobspec.schema import ProtocolVersion, validate
 from pai.jobspec.unhonoured import unhonoured
 
-MASK = "******"
+MASK = SECRET_MASK
 
 
 @dataclass(frozen=True, slots=True)

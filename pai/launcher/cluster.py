@@ -17,9 +17,10 @@ from sqlalchemy.orm import Session
 
 from pai.domain.errors import InvalidParametersError
 from pai.domain.groups import ADMIN_GROUP, vc_group
+from pai.domain.localpaths import LocalRoot
 from pai.domain.node import Node, NodeState
 from pai.domain.resources import ZERO, Resources
-from pai.launcher import storages
+from pai.launcher import localpaths, storages
 from pai.store import groups, vcs
 from pai.store.vcs import VcStatus
 from pai.vc import VcQuota
@@ -35,6 +36,7 @@ class Cluster:
     status: dict[str, VcStatus] = field(default_factory=dict)
     specs: dict[str, dict[str, Any]] = field(default_factory=dict)
     jobs_readable_by_all: bool = True  # the configuration's access.jobsReadableByAll
+    local_paths: tuple[LocalRoot, ...] = ()  # the configuration's localPaths: none, no local path is allowed
 
     def vc_status(self, name: str) -> VcStatus | None:
         if name in self.status:
@@ -43,7 +45,8 @@ class Cluster:
 
 
 # The configuration's sections kept in cluster_settings.
-SETTINGS = ("scheduler", "priorityClasses", "limits", "hdfs", "storages", "access", "nonPreemptible")
+SETTINGS = ("scheduler", "priorityClasses", "limits", "hdfs", "storages", "access", "nonPreemptible",
+            localpaths.SECTION)
 
 
 def document(stored: list[vcs.StoredVc], settings: dict[str, Any]) -> dict[str, Any]:
@@ -56,7 +59,8 @@ def load(s: Session) -> Cluster:
     stored = vcs.list_vcs(s)
     doc = document(stored, {key: vcs.get_setting(s, key) for key in SETTINGS})
     readable = bool((doc.get("access") or {}).get("jobsReadableByAll", True))
-    return Cluster(parse_config(doc), {v.name: v.status for v in stored}, {v.name: v.spec for v in stored}, readable)
+    return Cluster(parse_config(doc), {v.name: v.status for v in stored}, {v.name: v.spec for v in stored}, readable,
+                   localpaths.parse(doc.get(localpaths.SECTION)))
 
 
 class ClusterCache:
@@ -107,6 +111,7 @@ def apply_file(s: Session, doc: dict[str, Any], now: float) -> None:
     """Write a validated configuration document: its VCs are created or replaced; its settings replace ours."""
     parse_config(doc)  # names and classes checked before anything is written
     storages.parse(doc.get("storages"))
+    localpaths.parse(doc.get(localpaths.SECTION))
     for spec in doc.get("virtualClusters", []):
         vcs.put_vc(s, spec, now)
         ensure_vc_group(s, spec["name"], now)

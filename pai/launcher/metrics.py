@@ -23,6 +23,7 @@ from pai.domain.resources import Resources
 from pai.domain.states import JobState
 from pai.launcher.exit_codes import classify
 from pai.launcher.lifecycle import Admitted, Event, Exited, Preempted
+from pai.protocol.problems import ProblemKind, kind_of
 
 # Seconds a job waits for its admission: from a second to over a day (a GPU queue's range).
 WAITING_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400, float("inf"))
@@ -116,6 +117,9 @@ class ClusterGauges(Collector):
         heartbeat = GaugeMetricFamily("pai_node_last_heartbeat_timestamp_seconds", "Last heartbeat", labels=labels)
         healthy = GaugeMetricFamily("pai_node_healthy", "1 when the agent reports no problem", labels=labels)
         failed = GaugeMetricFamily("pai_node_failed_gpus", "GPUs the agent reports unhealthy", labels=labels)
+        problems = GaugeMetricFamily("pai_node_problems", "Health problems the agent reports, by kind (disk_full, "
+                                     "read_only, low_disk, ...; 0 for each kind it does not)",
+                                     labels=["node", "reason"])
         state = GaugeMetricFamily("pai_node_state", "1 for the state the node is in", labels=["node", "state"])
         families = _resource_families("pai_node", "node", ("capacity", "used", "free"))
         for node, used in self.nodes:
@@ -123,10 +127,13 @@ class ClusterGauges(Collector):
             state.add_metric([node.name, node.state.value], 1)
             healthy.add_metric([node.name], 0 if node.problems or node.failed_gpus else 1)
             failed.add_metric([node.name], len(node.failed_gpus))
+            found = [kind_of(p) for p in node.problems]
+            for problem_kind in ProblemKind:
+                problems.add_metric([node.name, problem_kind.label], found.count(problem_kind))
             free = (node.total - used).clamp0()
             for kind, amount in (("capacity", node.total), ("used", used), ("free", free)):
                 _add(families, kind, [node.name], amount)
-        return [heartbeat, healthy, failed, state, *families.values()]
+        return [heartbeat, healthy, failed, problems, state, *families.values()]
 
     def _vc_resources(self) -> Iterable[Metric]:
         kinds = ("guaranteed", "max", "used", "borrowed")

@@ -19,11 +19,12 @@ from pai.domain.errors import ForbiddenUserError, InvalidParametersError, NoNode
 from pai.domain.job import Job, Task, initial_tasks
 from pai.domain.jobspec import JobSpec, SpecWarning
 from pai.domain.limits import JobLimits
+from pai.domain.localpaths import master_paths
 from pai.domain.node import Node, NodeState
 from pai.domain.resources import Resources
 from pai.domain.states import TaskState
 from pai.domain.storage import Storage
-from pai.launcher import cluster, logs, storages
+from pai.launcher import cluster, localpaths, logs, storages
 from pai.launcher.access import require_owner_or_admin
 from pai.launcher.accounts import Accounts
 from pai.launcher.binding import BindingError, bind_task, ledgers
@@ -71,9 +72,10 @@ from pai.protocol.messages import (
     StopTask,
     VolumeMount,
 )
-from pai.store import history, stats
+from pai.store import history, sealing, stats
 from pai.store import jobs as store_jobs
 from pai.store import nodes as store_nodes
+from pai.store import users as store_users
 from pai.store.db import Database
 from pai.store.records import TaskAttempt, User
 from pai.vc import Decision
@@ -129,8 +131,10 @@ class Launcher:
         config: LauncherConfig | None = None,
         clock: Callable[[], float] = time.time,
         ids: Callable[[], str] = _new_id,
+        protected_paths: Sequence[str] = (),
     ) -> None:
         self.db = db
+        self.protected_paths = tuple(protected_paths)  # no job's local path may overlap them (its data dir)
         self.config = config or LauncherConfig()
         self.clock = clock
         self.ids = ids
@@ -176,6 +180,8 @@ class Launcher:
             job = replace(job, spec=pathvars.bind(spec, user, cluster.default_fs(s)))  # v1's $PAI_USER_NAME, ...
             if spec.storages:  # resolved against the storages as they are now
                 job = replace(job, spec=storages.resolve(s, job.spec, owner))
+            localpaths.require_allowed(job.spec, localpaths.roots_for(clu.local_paths, owner),
+                                       master_paths(self.protected_paths))
             store_jobs.insert_job(s, job, config_text)
             self.scheduling.changed(job.id)
             history.add_event(s, job.id, now, "submitted", f"submitted by {user} to VC {spec.virtual_cluster}", {})
@@ -401,8 +407,10 @@ class Launcher:
         return MasterReply(commands, c.heartbeat_seconds, c.node_timeout_seconds, c.fence_grace_seconds)
 
     def _start_command(self, s: Session, job: Job, task: Task) -> StartTask:
-        role = job.spec.role(task.role)
+        spec = sealing.unsealed(s, job.spec)  # its secrets, and what was rendered from them, in clear for the agent
+        role = spec.role(task.role)
         assert task.attempt_id is not None
+        local_roots = self._local_roots(s, job)
         return StartTask(
             attempt_id=task.attempt_id,
             job_key=job.key,
@@ -417,11 +425,20 @@ class Launcher:
             ports=dict(task.ports),
             code_dir=job.spec.code_dir,
             webhdfs=cluster.webhdfs_for(s, job.spec.code_dir),
+            local_roots=local_roots or (),
+            protected_paths=self.protected_paths if local_roots is not None else (),
             mounts=tuple(VolumeMount(m.host_path, m.mount_path, m.read_only, m.name) for m in job.spec.storages),
             registry_auth=None if role.image_auth is None else RegistryCredentials(
                 role.image_auth.username, role.image_auth.password, role.image_auth.registry),
-            secrets=job.spec.secrets,
+            secrets=spec.secrets,
         )
+
+    def _local_roots(self, s: Session, job: Job) -> tuple[str, ...] | None:
+        """The roots a local codeDir may be under as the configuration and the user's groups stand now; None
+        when the codeDir is not local."""
+        if not localpaths.is_local(job.spec.code_dir):
+            return None
+        return localpaths.roots_for(self.clusters.get(s).local_paths, store_users.get_user(s, job.user))
 
     # ---- the loop's work ------------------------------------------------------------------------
 

@@ -19,17 +19,20 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pai.nodeagent import logcap
+from pai.domain.localpaths import AGENT_TOKEN_FILE, AGENT_WORK_DIR, Protected
 from pai.nodeagent.codefetch import DEFAULT_MAX_BYTES, CodeFetcher
+from pai.nodeagent.diskguard import DiskGuard
 from pai.nodeagent.docker_runtime import DockerRuntime, engine_answers
-from pai.nodeagent.fence import Lease, spawn_watchdog
-from pai.nodeagent.health import DEFAULT_MIN_FREE_DISK_MB, HealthCheck
-from pai.nodeagent.logcap import DEFAULT_MAX_LOG_MB
+from pai.nodeagent.fence import spawn_watchdog
+from pai.nodeagent.health import DEFAULT_MIN_FREE_DISK_MB, HealthCheck, kinds, with_disk
+from pai.nodeagent.lease import Lease
+from pai.nodeagent.logcap import DEFAULT_MAX_LOG_MB, DEFAULT_MAX_TASK_LOG_MB
 from pai.nodeagent.logfmt import bind
 from pai.nodeagent.logserver import LogServer
+from pai.nodeagent.logwatch import LogWatch
 from pai.nodeagent.master_client import MasterClient, MasterRefusedError, MasterUnavailableError
 from pai.nodeagent.metrics import NodeMetrics
-from pai.nodeagent.paths import AgentPaths, LogStream
+from pai.nodeagent.paths import AgentPaths
 from pai.nodeagent.process_runtime import ProcessRuntime
 from pai.nodeagent.resources import NodeResources, Nvml, detect
 from pai.nodeagent.runtime import Runtime
@@ -66,6 +69,7 @@ class AgentConfig:
     docker_host: str | None = None  # None: DOCKER_HOST or the default socket
     heartbeat_seconds: float = 1.0  # until the master's reply says otherwise
     token: str | None = None
+    token_file: Path | None = None  # where the token was read from: no codeDir may overlap it
     kill_on_exit: bool = False  # stop every attempt when the agent exits (``pai up``)
     kill_grace_seconds: float = 5.0
     retention_seconds: float = DEFAULT_RETENTION_SECONDS
@@ -80,7 +84,14 @@ class AgentConfig:
     min_free_disk_mb: int = DEFAULT_MIN_FREE_DISK_MB  # less free in the work directory: the node is unhealthy
     health_seconds: float = 5.0
     max_log_bytes: int = DEFAULT_MAX_LOG_MB << 20  # per log file of an attempt (logcap.py)
-    log_cap_seconds: float = 1.0
+    max_task_log_bytes: int = DEFAULT_MAX_TASK_LOG_MB << 20  # all the log files of an attempt together
+    log_cap_seconds: float = 0.25
+
+
+def own_paths(cfg: AgentConfig) -> tuple[Protected, ...]:
+    """This agent's paths that no codeDir may overlap: its work directory and its token file."""
+    token = () if cfg.token_file is None else (Protected(str(cfg.token_file), AGENT_TOKEN_FILE),)
+    return (Protected(str(cfg.work_dir), AGENT_WORK_DIR), *token)
 
 
 class Agent:
@@ -100,7 +111,10 @@ class Agent:
         self._supervisor: Supervisor | None = None
         self._resources: NodeResources | None = None
         self._client: MasterClient | None = None
-        self._lease = Lease(config.work_dir, uuid.uuid4().hex)
+        # Writes that fail for want of disk: one line per kind, and the node unhealthy at once (diskguard.py).
+        self.disk = DiskGuard(config.work_dir, self.log, self._disk_alarm)
+        self._loop_ref: asyncio.AbstractEventLoop | None = None
+        self._lease = Lease(config.work_dir, uuid.uuid4().hex, on_error=self.disk.failed)
         self._watchdog: subprocess.Popen[bytes] | None = None
         self.node_timeout_seconds = config.node_timeout_seconds
         self.fence_grace_seconds = config.fence_grace_seconds
@@ -119,31 +133,36 @@ class Agent:
     async def run(self) -> None:
         """Run until :meth:`request_stop`; then stop the attempts only with ``kill_on_exit``."""
         cfg = self.config
+        self._loop_ref = asyncio.get_running_loop()
         self._resources = await asyncio.to_thread(
             detect, gpus=cfg.gpus, cpus=cfg.cpus, memory=cfg.memory_mb, gpu_type=cfg.gpu_type,
             nvml=self._nvml, logger=self.log,
         )  # fmt: skip
         runtime = await self._open_runtime()
-        fetcher = CodeFetcher(self.paths.code_cache, cfg.code_max_bytes)
+        fetcher = CodeFetcher(self.paths.code_cache, cfg.code_max_bytes, own_paths(cfg))
         self._supervisor = Supervisor(
-            runtime, fetcher, self.paths, self.log, retention_seconds=cfg.retention_seconds, on_change=self._wake.set
+            runtime, fetcher, self.paths, self.log, retention_seconds=cfg.retention_seconds, on_change=self._wake.set,
+            disk=self.disk,
         )
         self._fence_at = time.monotonic() + self.node_timeout_seconds
         self._lease.take_over(self._fence_at, self.fence_grace_seconds)
         if cfg.watchdog:
             state = self.paths.runtime_state(self.runtime_name)
-            self._watchdog = spawn_watchdog(cfg.work_dir, self._lease.owner, state, self.runtime_name, cfg.docker_host)
-        metrics = NodeMetrics(cfg.name, self._resources, runtime, cfg.work_dir)
+            self._watchdog = spawn_watchdog(cfg.work_dir, self._lease.owner, state, self.runtime_name, cfg.docker_host,
+                                            lease=self._lease)
+        metrics = NodeMetrics(cfg.name, self._resources, runtime, cfg.work_dir, lambda: dict(self.disk.failures))
         log_server = LogServer(self.paths, cfg.address, cfg.log_port, cfg.token, metrics.render)
         self.log_port = await log_server.start()
         self._client = MasterClient(cfg.master_url, cfg.token, cfg.request_timeout_seconds)
         extra = {"master": cfg.master_url, "log_port": self.log_port, "runtime": self.runtime_name}
         self.log.info("agent started", extra=extra | {"resources": self._resources.total.describe()})
         engine = (lambda: engine_answers(cfg.docker_host)) if self.runtime_name == "docker" else None
-        health = HealthCheck(cfg.work_dir, cfg.min_free_disk_mb, engine)
+        health = HealthCheck(cfg.work_dir, cfg.min_free_disk_mb, engine, self.disk.recent)
         self.problems = await asyncio.to_thread(health.problems)
+        logs = LogWatch(self.paths, self.supervisor.reports, self.disk, self.log, max_file_bytes=cfg.max_log_bytes,
+                        max_task_bytes=cfg.max_task_log_bytes)
         tasks = [asyncio.create_task(self._loop()), asyncio.create_task(self._fence_watch()),
-                 asyncio.create_task(self._health_watch(health)), asyncio.create_task(self._log_watch()),
+                 asyncio.create_task(self._health_watch(health)), asyncio.create_task(logs.run(cfg.log_cap_seconds)),
                  asyncio.create_task(self._channel_watch())]
         try:
             await self._stop.wait()
@@ -168,8 +187,8 @@ class Agent:
             assert self._resources is not None
             gpu_devices = self._resources.nvml.available and self._resources.total.gpu > 0
             return await DockerRuntime.open(state, self._on_exit, self.log, base_url=cfg.docker_host,
-                                            gpu_devices=gpu_devices)
-        return await ProcessRuntime.open(state, self._on_exit, self.log)
+                                            gpu_devices=gpu_devices, disk=self.disk)
+        return await ProcessRuntime.open(state, self._on_exit, self.log, self.disk)
 
     # -- the loop --------------------------------------------------------------------------------------
 
@@ -235,15 +254,20 @@ class Agent:
                 self.problems = problems
                 self._wake.set()  # tell the master now
 
-    async def _log_watch(self) -> None:
-        """Keep the logs of running attempts within the cap on disk."""
-        while True:
-            await asyncio.sleep(self.config.log_cap_seconds)
-            files = [self.paths.log_file(r.attempt_id, stream) for r in self.supervisor.reports()
-                     if r.status is ContainerStatus.RUNNING for stream in LogStream]
-            for path in await asyncio.to_thread(logcap.cap, files, self.config.max_log_bytes):
-                self.log.info("log over the cap: older output moved aside", extra={
-                    "attempt": path.parent.name, "file": path.name, "max_mb": self.config.max_log_bytes >> 20})
+    def _disk_alarm(self) -> None:
+        """A write failed for want of disk (called from any thread): report the node's disk now."""
+        loop = self._loop_ref
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._disk_changed)
+
+    def _disk_changed(self) -> None:
+        """Report a new kind of problem at once; the periodic check keeps the figures up to date (a text that
+        changed with every failed write would be a heartbeat and a write of the master each time)."""
+        problems = with_disk(self.problems, self.disk.problem(self.config.min_free_disk_mb))
+        if kinds(problems) != kinds(self.problems):
+            self.log.warning("node health changed", extra={"problems": "; ".join(problems) or "none"})
+            self.problems = problems
+            self._wake.set()  # tell the master now
 
     async def _fence_watch(self) -> None:
         """Stop every task once the master has not answered for the node timeout: it is about to declare the
@@ -319,4 +343,5 @@ class Agent:
         await runtime.close()
         await log_server.close()
         await self._master.close()
+        self._lease.close()
         self.log.info("agent stopped")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -107,8 +108,13 @@ class AttemptRecord:
 def save(record: AttemptRecord, path: Path) -> None:
     """Write atomically: a crash leaves the old file or the new one, never half of one."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(record.to_dict()))
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(record.to_dict()))
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):  # a half-written copy must not keep the last free blocks
+            tmp.unlink(missing_ok=True)
+        raise
 
 
 def load(path: Path) -> AttemptRecord | None:

@@ -13,7 +13,7 @@ import click
 from pai.nodeagent.agent import RUNTIMES, Agent, AgentConfig
 from pai.nodeagent.codefetch import DEFAULT_MAX_BYTES
 from pai.nodeagent.health import DEFAULT_MIN_FREE_DISK_MB
-from pai.nodeagent.logcap import DEFAULT_MAX_LOG_MB
+from pai.nodeagent.logcap import DEFAULT_MAX_LOG_MB, DEFAULT_MAX_TASK_LOG_MB
 from pai.nodeagent.logfmt import configure
 
 
@@ -57,6 +57,10 @@ def _labels(ctx: click.Context, param: click.Parameter, values: tuple[str, ...])
               help="Below this much free space in the work directory the node takes no new tasks.")
 @click.option("--max-log-mb", type=click.IntRange(min=1), default=DEFAULT_MAX_LOG_MB, show_default=True,
               help="Cap of each log file of a task on disk; past it, older output is moved aside once, then dropped.")
+@click.option("--max-task-log-mb", type=click.IntRange(min=1), default=DEFAULT_MAX_TASK_LOG_MB, show_default=True,
+              envvar="PAI_AGENT_MAX_TASK_LOG_MB",
+              help="Share of the disk all the log files of one task may keep together; past it, older output is "
+                   "dropped and counted.")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 def agent(
     master_url: str,
@@ -79,6 +83,7 @@ def agent(
     code_max_mb: int,
     min_free_disk_mb: int,
     max_log_mb: int,
+    max_task_log_mb: int,
     verbose: bool,
 ) -> None:
     """Run the node agent: register with the master, run the tasks it sends, serve their logs."""
@@ -103,11 +108,13 @@ def agent(
         docker_host=docker_host,
         heartbeat_seconds=heartbeat,
         token=token,
+        token_file=token_file,
         kill_on_exit=kill_on_exit,
         kill_grace_seconds=kill_grace,
         code_max_bytes=code_max_mb << 20,
         min_free_disk_mb=min_free_disk_mb,
         max_log_bytes=max_log_mb << 20,
+        max_task_log_bytes=max_task_log_mb << 20,
     )
     asyncio.run(_run(Agent(config)))
 

@@ -1,6 +1,11 @@
 """Copy a job's ``codeDir`` into an attempt: from a shared file system (plain path or ``file://``) or from
 HDFS (``hdfs://``, ``webhdfs://``: see ``hdfs_source.py``).
 
+A local codeDir is read only when, its links resolved on this node, it lies under one of the roots the start
+command carries (the cluster's ``localPaths`` open to the job's user) and off the platform's own paths (the
+agent's work directory and token file, the master's data directory): ``pai.domain.localpaths``, checked before
+anything is read and again on the tree as scanned.
+
 The source is scanned first (stat only): every entry must stay inside the tree (no ``..``, no link
 pointing out), only files, directories and links, and the total size within the limit. The copy is
 then made from that scan, through a per-node cache keyed by the source and a fingerprint of names, sizes
@@ -16,10 +21,11 @@ import os
 import shutil
 import stat
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pai.domain.codedir import CodeDirError, parse_code_dir
+from pai.domain.localpaths import Protected, path_problem
 from pai.nodeagent.codefetch_model import CodeFetchError, Entry, EntryKind, FetchResult, Manifest
 from pai.nodeagent.hdfs_source import HdfsSource
 from pai.protocol import PlatformExit
@@ -113,19 +119,33 @@ def copy_tree(manifest: Manifest, dest: Path, max_bytes: int) -> None:
             os.utime(dst, ns=(e.mtime_ns, e.mtime_ns))
 
 
+def require_allowed(code_dir: str, path: str, roots: Sequence[str], protected: Sequence[Protected]) -> None:
+    """``path`` (what ``code_dir`` names) under ``roots`` and off ``protected`` on this node, else -124."""
+    problem = path_problem(path, roots, protected, os.path.realpath)
+    if problem is not None:
+        raise CodeFetchError(PlatformExit.LOCAL_PATH_NOT_ALLOWED, f"codeDir {code_dir}: {problem}", source=code_dir)
+
+
 class CodeFetcher:
-    def __init__(self, cache_dir: Path | None, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    def __init__(self, cache_dir: Path | None, max_bytes: int = DEFAULT_MAX_BYTES,
+                 protected: Sequence[Protected] = ()) -> None:
         self.cache_dir = cache_dir
         self.max_bytes = max_bytes
+        self.protected = tuple(protected)  # this agent's own paths (work directory, token file)
 
-    def fetch(self, code_dir: str, dest: Path, webhdfs: str = "") -> FetchResult:
+    def fetch(self, code_dir: str, dest: Path, webhdfs: str = "", *, roots: Sequence[str] = (),
+              protected: Sequence[Protected] = ()) -> FetchResult:
         """Copy ``code_dir`` to ``dest`` (which must not exist yet); raises :class:`CodeFetchError`.
-        ``webhdfs``: the WebHDFS address of an ``hdfs://`` codeDir's namenode (cluster configuration)."""
+        ``webhdfs``: the WebHDFS address of an ``hdfs://`` codeDir's namenode (cluster configuration).
+        ``roots``: where a local codeDir may be (none: nowhere); ``protected``: more paths it may not overlap."""
         if is_hdfs(code_dir):
             return self._fetch_hdfs(code_dir, dest, webhdfs)
         source = resolve_source(code_dir)
+        guards = (*self.protected, *protected)
+        require_allowed(code_dir, str(source), roots, guards)
         try:
             manifest = scan(source, self.max_bytes, name=code_dir)
+            require_allowed(code_dir, str(manifest.root), roots, guards)  # a link swapped in since the check
             result = FetchResult(manifest.root, manifest.total_bytes, manifest.file_count, cached=False)
             if self.cache_dir is None:
                 copy_tree(manifest, dest, self.max_bytes)

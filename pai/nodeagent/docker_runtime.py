@@ -1,7 +1,8 @@
 """The docker runtime: every attempt is a container of its role's image, on the host network.
 
-Per attempt: the image (pulled when absent, with the job's registry credentials when it has some; a pull
-that fails is ``IMAGE_NOT_FOUND``, a user error), CPU,
+Per attempt: the image (pulled when absent, with the job's registry credentials when it has some; ``pull``
+tells a registry that says "no such image", ``IMAGE_NOT_FOUND``, from one that could not be asked, retried
+and then ``IMAGE_PULL_FAILED``), CPU,
 memory (no swap) and ``/dev/shm`` limits from the spec, GPUs by device request with exactly the assigned
 indices where the node has NVIDIA devices (``NVIDIA_VISIBLE_DEVICES`` always matches them, ``none`` for a
 CPU task), docker's init as PID 1 so that signals reach the command, and labels carrying the job, role,
@@ -33,13 +34,14 @@ import docker
 import docker.errors
 from docker.types import DeviceRequest, Mount
 
-from pai.nodeagent import attempt_record, jobsecrets
+from pai.nodeagent import attempt_record, jobsecrets, pull
 from pai.nodeagent.attempt_record import AttemptRecord, exit_reason_of
 from pai.nodeagent.attempts import Attempt, AttemptBook, fields
+from pai.nodeagent.diskguard import DiskGuard
 from pai.nodeagent.logfmt import BoundLogger
 from pai.nodeagent.paths import check_attempt_id
 from pai.nodeagent.runtime import ExitListener, TaskUsage
-from pai.protocol import ContainerReport, PlatformExit, RegistryCredentials, StartTask
+from pai.protocol import ContainerReport, PlatformExit, StartTask
 
 CODE, WORK, LOGS = "/pai/code", "/pai/work", "/pai/log"
 # Inside the container: send the command's output to the attempt's log files on the node, then run it.
@@ -71,10 +73,14 @@ class DockerRuntime:
     name = "docker"
 
     def __init__(self, state_dir: Path, on_exit: ExitListener | None = None, log: BoundLogger | None = None, *,
-                 base_url: str | None = None, gpu_devices: bool = False) -> None:
+                 base_url: str | None = None, gpu_devices: bool = False,
+                 pull_retry: pull.PullRetry | None = None, disk: DiskGuard | None = None) -> None:
         """Use :meth:`open`, which also re-adopts this agent's containers. ``gpu_devices``: request GPUs from
-        the engine (the node has NVIDIA devices); otherwise only ``NVIDIA_VISIBLE_DEVICES`` names them."""
-        self._book: AttemptBook[_Attempt] = AttemptBook(state_dir, on_exit, log)
+        the engine (the node has NVIDIA devices); otherwise only ``NVIDIA_VISIBLE_DEVICES`` names them.
+        ``pull_retry``: how often an unreachable registry is asked within an attempt. ``disk``: the agent's guard
+        of its work directory (``diskguard.py``)."""
+        self._pull_retry = pull_retry or pull.PullRetry()
+        self._book: AttemptBook[_Attempt] = AttemptBook(state_dir, on_exit, log, disk)
         self._state_dir = state_dir
         self._agent = str(state_dir.resolve())
         self._log = self._book.log
@@ -88,8 +94,10 @@ class DockerRuntime:
 
     @classmethod
     async def open(cls, state_dir: Path, on_exit: ExitListener | None = None, log: BoundLogger | None = None, *,
-                   base_url: str | None = None, gpu_devices: bool = False) -> DockerRuntime:
-        rt = cls(state_dir, on_exit, log, base_url=base_url, gpu_devices=gpu_devices)
+                   base_url: str | None = None, gpu_devices: bool = False,
+                   pull_retry: pull.PullRetry | None = None, disk: DiskGuard | None = None) -> DockerRuntime:
+        rt = cls(state_dir, on_exit, log, base_url=base_url, gpu_devices=gpu_devices, pull_retry=pull_retry,
+                 disk=disk)
         rt._loop = asyncio.get_running_loop()
         threading.Thread(target=rt._watch_events, name="docker-events", daemon=True).start()
         await asyncio.to_thread(rt._client.ping)
@@ -103,11 +111,12 @@ class DockerRuntime:
         if cmd.attempt_id in self._attempts:
             return
         attempt = self._attempts[cmd.attempt_id] = _Attempt(AttemptRecord.for_command(cmd, workdir))
-        try:
-            await asyncio.to_thread(self._ensure_image, cmd.image, cmd.registry_auth)
-        except docker.errors.DockerException as e:
-            reason = f"image {cmd.image!r} is not on the node and cannot be pulled: {_short(e)}"
-            self._finish(attempt, attempt.record.exited(int(PlatformExit.IMAGE_NOT_FOUND), reason, time.time()))
+        failed = await pull.obtain_image(self._client, cmd.image, cmd.registry_auth, retry=self._pull_retry,
+                                         log=self._log, fields=self._fields(attempt.record),
+                                         stopping=lambda: attempt.stopping)
+        if failed is not None or attempt.stopping:  # a stop during the pull: no container (the stop's code wins)
+            code, reason = (failed.exit_code, failed.reason) if failed else (int(PlatformExit.STOPPED), None)
+            self._finish(attempt, attempt.record.exited(code, reason, time.time()))
             return
         missing = [m for m in cmd.mounts if not Path(m.host_path).is_dir()]
         if missing:
@@ -118,7 +127,8 @@ class DockerRuntime:
             container = await asyncio.to_thread(self._create_and_start, cmd, workdir)
         except (docker.errors.DockerException, OSError) as e:  # OSError: the attempt's files (secrets) on the node
             reason = f"the container could not start: {_short(e)}"
-            self._finish(attempt, attempt.record.exited(int(PlatformExit.CONTAINER_START_FAILED), reason, time.time()))
+            code = self._book.start_failed(e) if isinstance(e, OSError) else PlatformExit.CONTAINER_START_FAILED
+            self._finish(attempt, attempt.record.exited(int(code), reason, time.time()))
             return
         attempt.container_id = container
         attempt.record = attempt.record.started(0, None, time.time())
@@ -168,15 +178,6 @@ class DockerRuntime:
         await asyncio.to_thread(self._client.close)
 
     # -- starting --------------------------------------------------------------------------------------
-
-    def _ensure_image(self, image: str, auth: RegistryCredentials | None) -> None:
-        try:
-            self._client.images.get(image)
-        except docker.errors.ImageNotFound:
-            self._log.info("pulling image", extra={"image": image, "authenticated": auth is not None})
-            credentials = None if auth is None else {
-                "username": auth.username, "password": auth.password, "serveraddress": auth.registry or None}
-            self._client.images.pull(image, auth_config=credentials)
 
     def _create_and_start(self, cmd: StartTask, workdir: Path) -> str:
         code = workdir / "code"

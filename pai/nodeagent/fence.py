@@ -5,88 +5,59 @@ after a further fencing window. Before that window ends the node's tasks must be
 
 - the agent itself stops them (SIGTERM, ``fence_grace``, SIGKILL) once it has had no reply for
   ``node_timeout`` (see ``Agent._fence_watch``);
-- in case the agent is dead or frozen, it keeps a **lease** on disk (``<work-dir>/lease.json``: until when,
-  on this machine's monotonic clock, its tasks may run) that it renews on every reply, and a **watchdog**
-  process (``python -m pai.nodeagent.fence``), started in a session of its own so that it outlives the agent,
-  stops every running attempt once the lease has expired (the process runtime's process groups, or the
-  docker runtime's containers labelled with this agent).
+- in case the agent is dead or frozen, it keeps a **lease** (until when, on this machine's monotonic clock, its
+  tasks may run) that it renews on every reply, and a **watchdog** process (``python -m pai.nodeagent.fence``),
+  started in a session of its own so that it outlives the agent, stops every running attempt once the lease has
+  expired (the process runtime's process groups, or the docker runtime's containers labelled with this agent).
 
-A restarted agent takes the lease over (a new owner id): the watchdog of the agent before it then exits.
-An agent that stops its tasks on the way out releases the lease, and its watchdog exits.
+The lease travels in a file and down a pipe from the agent to its watchdog (``lease.py``): an agent that cannot
+write the file (a full or read-only work directory) still holds its watchdog off.
+
+A restarted agent takes the lease over (a new owner id) in the file: the watchdog of the agent before it then
+exits. An agent that stops its tasks on the way out releases the lease, and its watchdog exits.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import signal
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from pai.nodeagent import attempt_record, process_group
+from pai.nodeagent.lease import LEASE_FILE, Channel, Lease, current, read_lease
 
-LEASE_FILE = "lease.json"
 POLL_SECONDS = 0.5
 SLACK_SECONDS = 1.0  # the watchdog acts this long after the lease expired: the agent, if alive, goes first
 
 log = logging.getLogger("pai.nodeagent.fence")
 
 
-@dataclass(frozen=True, slots=True)
-class LeaseState:
-    owner: str
-    until: float  # time.monotonic() on this machine
-    grace: float
-    released: bool = False
-
-
-class Lease:
-    """The agent's side: take the lease over, renew it on every reply from the master, release it."""
-
-    def __init__(self, work_dir: Path, owner: str) -> None:
-        self.path = work_dir / LEASE_FILE
-        self.owner = owner
-
-    def take_over(self, default_until: float, grace: float) -> None:
-        """Become the owner; the tasks of an earlier agent keep the time they had left, never more."""
-        previous = read_lease(self.path)
-        until = previous.until if previous is not None and not previous.released else default_until
-        self._write(LeaseState(self.owner, until, grace))
-
-    def renew(self, until: float, grace: float) -> None:
-        self._write(LeaseState(self.owner, until, grace))
-
-    def release(self) -> None:
-        self._write(LeaseState(self.owner, 0.0, 0.0, released=True))
-
-    def _write(self, state: LeaseState) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(asdict(state)))
-        os.replace(tmp, self.path)
-
-
-def read_lease(path: Path) -> LeaseState | None:
-    try:
-        d = json.loads(path.read_text())
-        return LeaseState(str(d["owner"]), float(d["until"]), float(d["grace"]), bool(d.get("released", False)))
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
 def spawn_watchdog(work_dir: Path, owner: str, state_dir: Path, runtime: str = "process",
-                   docker_host: str | None = None) -> subprocess.Popen[bytes]:
-    """Start the watchdog of this agent's lease in a session of its own (it must outlive the agent)."""
+                   docker_host: str | None = None, lease: Lease | None = None) -> subprocess.Popen[bytes]:
+    """Start the watchdog of this agent's lease in a session of its own (it must outlive the agent). With
+    ``lease``, the lease also reaches it by a pipe (see the module's doc)."""
     me = process_group.read_stat(os.getpid())
+    read_end, write_end = os.pipe() if lease is not None else (-1, -1)
     args = [sys.executable, "-m", "pai.nodeagent.fence", str(work_dir), owner, str(state_dir), str(os.getpid()),
-            str(me.start_ticks if me else 0), runtime, docker_host or ""]
-    with open(work_dir / "fence.log", "ab") as out:
-        return subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True)
+            str(me.start_ticks if me else 0), runtime, docker_host or "", str(read_end) if lease else ""]
+    try:
+        out = os.open(work_dir / "fence.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    except OSError:  # a read-only work directory: the watchdog still guards, without a log
+        out = os.open(os.devnull, os.O_WRONLY)
+    try:
+        proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
+                                pass_fds=(read_end,) if lease else ())
+    finally:
+        os.close(out)
+    if lease is not None:
+        os.close(read_end)
+        lease.attach(write_end)
+    return proc
 
 
 # ---- the watchdog -------------------------------------------------------------------------------------
@@ -135,16 +106,20 @@ def fence_containers(state_dir: Path, grace: float, docker_host: str | None) -> 
 
 
 def watch(work_dir: Path, owner: str, state_dir: Path, agent_pid: int, agent_ticks: int, runtime: str = "process",
-          docker_host: str | None = None) -> str:
+          docker_host: str | None = None, channel: int | None = None) -> str:
     """Guard the lease until another agent owns it, it is released, or it expired with the agent gone."""
     path = work_dir / LEASE_FILE
+    pipe = Channel(channel) if channel is not None else None
+    first = read_lease(path)
+    stale_owner = first.owner if first is not None and first.owner != owner else None
     while True:
-        lease = read_lease(path)
-        if lease is None or lease.owner != owner:
-            return "the lease has another owner"
-        if lease.released:
-            return "the agent released the lease"
-        if time.monotonic() > lease.until + SLACK_SECONDS:
+        sent = pipe.poll() if pipe is not None else None
+        lease, why = current(owner, read_lease(path), sent, stale_owner, pipe is not None)
+        if why is not None:
+            return why
+        if pipe is not None and pipe.closed and lease is None:
+            return "the agent is gone and never sent its lease"
+        if lease is not None and time.monotonic() > lease.until + SLACK_SECONDS:
             if runtime == "docker":
                 try:
                     fenced = fence_containers(state_dir, lease.grace, docker_host)
@@ -165,12 +140,14 @@ def watch(work_dir: Path, owner: str, state_dir: Path, agent_pid: int, agent_tic
 
 def main(argv: list[str]) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.raiseExceptions = False  # a full or read-only fence.log: go on guarding without a word
     work_dir, owner, state_dir, pid, ticks = Path(argv[0]), argv[1], Path(argv[2]), int(argv[3]), int(argv[4])
     runtime, docker_host = (argv[5], argv[6] or None) if len(argv) > 6 else ("process", None)
+    channel = int(argv[7]) if len(argv) > 7 and argv[7] else None
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C in the agent's terminal is not for the watchdog
-    log.info("watching the lease owner=%s agent_pid=%d", owner, pid)
+    log.info("watching the lease owner=%s agent_pid=%d pipe=%s", owner, pid, channel is not None)
     with contextlib.suppress(KeyboardInterrupt):
-        reason = watch(work_dir, owner, state_dir, pid, ticks, runtime, docker_host)
+        reason = watch(work_dir, owner, state_dir, pid, ticks, runtime, docker_host, channel)
         log.info("watchdog exits: %s owner=%s", reason, owner)
 
 

@@ -1,20 +1,35 @@
-"""The on-disk size cap of an attempt's log files, and reading a capped log.
+"""The on-disk share of an attempt's logs, and reading a capped log.
 
 Tasks write ``stdout.log``/``stderr.log`` in append mode (the process runtime opens them so, the docker
-runtime's wrapper uses ``>>``). When a file passes the cap, the agent copies it to ``<file>.1`` (replacing the
-previous one) and truncates it: the writer goes on at the new end. So a stream keeps at most about twice the
-cap on disk: its newest output, and the chunk before. What is dropped is counted in ``<file>.dropped``. Output
-written between the copy and the truncation is lost (logrotate's ``copytruncate`` has the same window).
+runtime's wrapper uses ``>>``). Every attempt's logs together get a share of the disk (``--max-task-log-mb``),
+and each file a cap (``--max-log-mb``): a file rotates past :func:`file_cap`, the smaller of its own cap and
+its part of the share, so that every file of the attempt with the chunk before it stays within the share.
+
+Rotating a file copies its newest ``cap`` bytes to ``<file>.1`` (replacing the previous chunk) and truncates it:
+the writer goes on at the new end. Whatever is not kept is dropped and counted in ``<file>.dropped``: the
+chunk replaced, what the file held past the cap, and, when the copy cannot be written (a full or read-only
+disk), the whole file. Output written between the copy and the truncation is lost (logrotate's
+``copytruncate`` has the same window). The agent checks the logs of its running attempts every
+``log_cap_seconds`` (and once more as they end): between two checks a task can write past its share.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-import shutil
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 DEFAULT_MAX_LOG_MB = 100
+DEFAULT_MAX_TASK_LOG_MB = 400  # stdout and stderr, each with its previous chunk, at the default file cap
+_CHUNK = 1 << 20
+
+
+def file_cap(max_file_bytes: int, max_task_bytes: int, streams: int) -> int:
+    """Where each of an attempt's ``streams`` log files rotates: all of them, each with its previous chunk, stay
+    within ``max_task_bytes``."""
+    return max(1, min(max_file_bytes, max_task_bytes // (2 * max(1, streams))))
 
 
 def previous(path: Path) -> Path:
@@ -33,23 +48,62 @@ def dropped(path: Path) -> int:
         return 0
 
 
-def cap(files: Iterable[Path], max_bytes: int) -> list[Path]:
-    """Rotate every file of ``files`` over ``max_bytes``; returns those rotated."""
-    rotated = []
+@dataclass
+class Capped:
+    """What one pass of :func:`cap` did."""
+
+    rotated: list[Path] = field(default_factory=list)
+    dropped: int = 0  # bytes, over every file
+    errors: list[tuple[Path, OSError]] = field(default_factory=list)  # what could not be done (and why)
+
+
+def cap(files: Iterable[Path], max_bytes: int) -> Capped:
+    """Rotate every file of ``files`` over ``max_bytes``."""
+    done = Capped()
     for path in files:
         try:
-            if path.stat().st_size <= max_bytes:
-                continue
+            size = path.stat().st_size
         except OSError:
             continue
-        older = previous(path)
-        lost = older.stat().st_size if older.exists() else 0
-        shutil.copyfile(path, older)
-        os.truncate(path, 0)
-        if lost:
+        if size <= max_bytes:
+            continue
+        try:
+            lost = _rotate(path, size, max_bytes, done)
+        except OSError as e:
+            done.errors.append((path, e))
+            continue
+        done.rotated.append(path)
+        done.dropped += lost
+        try:
             _counter(path).write_text(str(dropped(path) + lost))
-        rotated.append(path)
-    return rotated
+        except OSError as e:
+            done.errors.append((_counter(path), e))
+    return done
+
+
+def _rotate(path: Path, size: int, keep: int, done: Capped) -> int:
+    """Move the newest ``keep`` bytes of ``path`` to its previous chunk, truncate it; the bytes dropped."""
+    older = previous(path)
+    lost = older.stat().st_size if older.exists() else 0
+    older.unlink(missing_ok=True)  # frees its space before the copy takes some
+    try:
+        _copy_tail(path, older, size, keep)
+    except OSError as e:  # no room for the chunk: the whole file is dropped
+        done.errors.append((older, e))
+        with contextlib.suppress(OSError):
+            older.unlink(missing_ok=True)
+        keep = 0
+    os.truncate(path, 0)
+    return lost + size - keep
+
+
+def _copy_tail(src: Path, dst: Path, size: int, keep: int) -> None:
+    with open(src, "rb") as fin, open(dst, "wb") as fout:
+        fin.seek(size - keep)
+        left = keep
+        while left > 0 and (chunk := fin.read(min(_CHUNK, left))):
+            fout.write(chunk)
+            left -= len(chunk)
 
 
 def size(path: Path) -> int:

@@ -9,7 +9,7 @@ time, from NVML and the runtime; nothing is kept between scrapes.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry, generate_latest
@@ -25,25 +25,34 @@ GPU_LABELS = ["node", "minor_number"]
 
 
 class NodeMetrics:
-    def __init__(self, node: str, resources: NodeResources, runtime: Runtime, work_dir: Path) -> None:
+    def __init__(self, node: str, resources: NodeResources, runtime: Runtime, work_dir: Path,
+                 disk_failures: Callable[[], dict[tuple[str, str], int]] | None = None) -> None:
         self.node = node
         self.resources = resources
         self.runtime = runtime
         self.work_dir = work_dir  # its disk holds the code, the logs and the tasks' work directories
+        self.disk_failures = disk_failures  # (what, errno) -> writes that failed for want of disk (diskguard.py)
 
     async def render(self) -> bytes:
         tasks = await self.runtime.usage()
         registry = CollectorRegistry()
         registry.register(_Scrape(self.node, self.resources.gpu_samples(), self.resources.gpu_health(), tasks))
-        registry.register(_Disk(self.node, self.work_dir))
+        failures = self.disk_failures() if self.disk_failures is not None else {}
+        registry.register(_Disk(self.node, self.work_dir, dict(failures)))
         return generate_latest(registry)
 
 
 class _Disk(Collector):
-    def __init__(self, node: str, path: Path) -> None:
-        self.node, self.path = node, path
+    def __init__(self, node: str, path: Path, failures: dict[tuple[str, str], int] | None = None) -> None:
+        self.node, self.path, self.failures = node, path, failures or {}
 
     def collect(self) -> Iterator[Metric]:
+        failed = CounterMetricFamily("pai_node_disk_write_failures", "Writes of the agent to its work directory "
+                                     "that failed for want of disk (ENOSPC, EDQUOT, EROFS)",
+                                     labels=["node", "what", "errno"])
+        for (what, errno), count in sorted(self.failures.items()):
+            failed.add_metric([self.node, what, errno], count)
+        yield failed
         try:
             usage = shutil.disk_usage(self.path)
         except OSError:

@@ -26,10 +26,11 @@ from typing import Any
 from pai.nodeagent import attempt_record, jobsecrets, process_group
 from pai.nodeagent.attempt_record import AttemptRecord, exit_code_of, exit_reason_of
 from pai.nodeagent.attempts import Attempt, AttemptBook, fields
+from pai.nodeagent.diskguard import DiskGuard
 from pai.nodeagent.logfmt import BoundLogger
 from pai.nodeagent.paths import check_attempt_id
 from pai.nodeagent.runtime import ExitListener, TaskUsage
-from pai.protocol import ContainerReport, PlatformExit, StartTask
+from pai.protocol import ContainerReport, StartTask
 
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 LANG = "C.UTF-8"
@@ -72,9 +73,11 @@ def _recorded_exit(workdir: Path) -> int | None:
 class ProcessRuntime:
     name = "process"
 
-    def __init__(self, state_dir: Path, on_exit: ExitListener | None = None, log: BoundLogger | None = None) -> None:
-        """Use :meth:`open`, which also re-adopts the attempts of an earlier agent."""
-        self._book: AttemptBook[_Attempt] = AttemptBook(state_dir, on_exit, log)
+    def __init__(self, state_dir: Path, on_exit: ExitListener | None = None, log: BoundLogger | None = None,
+                 disk: DiskGuard | None = None) -> None:
+        """Use :meth:`open`, which also re-adopts the attempts of an earlier agent. ``disk``: the agent's guard
+        of its work directory (``diskguard.py``)."""
+        self._book: AttemptBook[_Attempt] = AttemptBook(state_dir, on_exit, log, disk)
         self._state_dir = state_dir
         self._log = self._book.log
         self._attempts = self._book.attempts
@@ -82,9 +85,10 @@ class ProcessRuntime:
 
     @classmethod
     async def open(
-        cls, state_dir: Path, on_exit: ExitListener | None = None, log: BoundLogger | None = None
+        cls, state_dir: Path, on_exit: ExitListener | None = None, log: BoundLogger | None = None,
+        disk: DiskGuard | None = None,
     ) -> ProcessRuntime:
-        rt = cls(state_dir, on_exit, log)
+        rt = cls(state_dir, on_exit, log, disk)
         rt._readopt()
         return rt
 
@@ -112,10 +116,10 @@ class ProcessRuntime:
                     env=env,
                     start_new_session=True,
                 )
-        except OSError as e:
+        except OSError as e:  # its files (logs, secrets) on a full or read-only disk: the node's fault
             attempt = self._attempts[cmd.attempt_id] = _Attempt(record)
             reason = f"cannot start the process: {e}"
-            self._finish(attempt, record.exited(int(PlatformExit.CONTAINER_START_FAILED), reason, time.time()))
+            self._finish(attempt, record.exited(int(self._book.start_failed(e)), reason, time.time()))
             return
         st = process_group.read_stat(proc.pid)
         attempt = _Attempt(record.started(proc.pid, st.start_ticks if st else None, time.time()), proc=proc)

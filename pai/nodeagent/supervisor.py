@@ -4,6 +4,10 @@ Commands are idempotent: a start for an attempt it already has and a stop for on
 ignored. An attempt whose code cannot be fetched never reaches the runtime; it is reported EXITED with
 the code fetcher's exit code (kept in ``<work-dir>/failed/`` so that an agent restart does not lose it).
 Exited attempts are reported for ``retention_seconds``, then forgotten.
+
+A sick disk is the node's fault (``diskguard.py``): on a node whose work directory is full or read-only a start
+ends at once with ``NODE_DISK_FULL`` (the master placed it before it heard; it is requeued elsewhere), and so
+does one whose preparation (its directory, the codeDir copy, the code cache) fails for want of disk.
 """
 
 from __future__ import annotations
@@ -17,8 +21,10 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
+from pai.domain.localpaths import master_paths
 from pai.nodeagent.codefetch import CodeFetcher
 from pai.nodeagent.codefetch_model import CodeFetchError
+from pai.nodeagent.diskguard import DiskGuard
 from pai.nodeagent.logfmt import BoundLogger
 from pai.nodeagent.paths import AgentPaths, is_attempt_id
 from pai.nodeagent.runtime import Runtime
@@ -41,8 +47,10 @@ class Supervisor:
         *,
         retention_seconds: float = DEFAULT_RETENTION_SECONDS,
         on_change: Callable[[], None] | None = None,
+        disk: DiskGuard | None = None,
     ) -> None:
         self.runtime = runtime
+        self._disk = disk
         self._fetcher = fetcher
         self._paths = paths
         self._log = log
@@ -73,6 +81,11 @@ class Supervisor:
         if not is_attempt_id(cmd.attempt_id):
             self._fail(cmd, PlatformExit.CONTAINER_START_FAILED, "the attempt id is not a plain token")
             return
+        sick = self._disk.sickness() if self._disk is not None else None
+        if sick is not None:
+            self._log.info("start refused: the node is sick", extra=_fields(cmd) | {"problem": sick})
+            self._fail(cmd, PlatformExit.NODE_DISK_FULL, f"not started: the node is sick ({sick})")
+            return
         self._preparing[cmd.attempt_id] = cmd
         try:
             workdir = self._paths.attempt(cmd.attempt_id)
@@ -91,6 +104,9 @@ class Supervisor:
             self._log.info("code fetch failed", extra=_fields(cmd) | extra)
             self._fail(cmd, e.exit_code, e.message)
         except Exception as e:
+            if self._disk is not None and self._disk.failed("a new attempt's files", e, attempt=cmd.attempt_id):
+                self._fail(cmd, PlatformExit.NODE_DISK_FULL, f"the node agent could not prepare it: {e}")
+                return
             self._log.exception("attempt could not start", extra=_fields(cmd))
             self._fail(cmd, PlatformExit.CONTAINER_START_FAILED, f"the node agent could not start it: {e}")
         finally:
@@ -143,7 +159,8 @@ class Supervisor:
     async def _fetch(self, cmd: StartTask, dest: Path) -> None:
         if dest.exists():  # a half copy left by an agent that died while fetching
             shutil.rmtree(dest)
-        result = await asyncio.to_thread(self._fetcher.fetch, cmd.code_dir, dest, cmd.webhdfs)
+        result = await asyncio.to_thread(self._fetcher.fetch, cmd.code_dir, dest, cmd.webhdfs,
+                                         roots=cmd.local_roots, protected=master_paths(cmd.protected_paths))
         extra = {"bytes": result.bytes, "files": result.files, "cached": result.cached}
         self._log.info("code fetched", extra=_fields(cmd) | extra)
 
@@ -154,8 +171,12 @@ class Supervisor:
         )  # fmt: skip
         self._failed[cmd.attempt_id] = report
         if is_attempt_id(cmd.attempt_id):
-            self._paths.failed.mkdir(parents=True, exist_ok=True)
-            self._failed_path(cmd.attempt_id).write_text(json.dumps(report.to_dict()))
+            try:
+                self._paths.failed.mkdir(parents=True, exist_ok=True)
+                self._failed_path(cmd.attempt_id).write_text(json.dumps(report.to_dict()))
+            except OSError as e:  # on a sick disk the report lives in memory only (lost if the agent restarts)
+                if self._disk is None or not self._disk.failed("attempt record", e, attempt=cmd.attempt_id):
+                    raise
         if self._on_change is not None:
             self._on_change()
 

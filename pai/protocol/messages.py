@@ -254,6 +254,10 @@ class StartTask:
     ports: dict[str, tuple[int, ...]] = field(default_factory=dict)
     code_dir: str = ""
     webhdfs: str = ""  # the WebHDFS address of an hdfs:// codeDir's namenode; "" for the default rule
+    # A local codeDir's rule as it stands when the command is sent (pai.domain.localpaths): the cluster's
+    # localPaths roots open to the job's user (none: no local codeDir is copied), and the master's own paths.
+    local_roots: tuple[str, ...] = ()
+    protected_paths: tuple[str, ...] = ()
     mounts: tuple[VolumeMount, ...] = ()
     registry_auth: RegistryCredentials | None = None
     # The job's v2 secrets (None: it has none), for the files under OpenPAI's /usr/local/pai/secrets; never logged.
@@ -275,6 +279,8 @@ class StartTask:
             "ports": {k: list(v) for k, v in self.ports.items()},
             "codeDir": self.code_dir,
             "webhdfs": self.webhdfs,
+            "localRoots": list(self.local_roots),
+            "protectedPaths": list(self.protected_paths),
             "mounts": [m.to_dict() for m in self.mounts],
             "registryAuth": None if self.registry_auth is None else self.registry_auth.to_dict(),
             "secrets": self.secrets,
@@ -297,6 +303,8 @@ class StartTask:
                 ports={str(k): tuple(int(p) for p in v) for k, v in (d.get("ports") or {}).items()},
                 code_dir=str(d.get("codeDir", "")),
                 webhdfs=str(d.get("webhdfs", "")),
+                local_roots=tuple(str(r) for r in d.get("localRoots") or ()),
+                protected_paths=tuple(str(p) for p in d.get("protectedPaths") or ()),
                 mounts=tuple(VolumeMount.from_dict(m) for m in d.get("mounts") or ()),
                 registry_auth=RegistryCredentials.from_dict(d["registryAuth"]) if d.get("registryAuth") else None,
                 secrets=_mapping_or_none(d.get("secrets"), "secrets"),

@@ -25,22 +25,26 @@ from pai.rest_server.listing import Lists
 from pai.rest_server.metrics import timing_middleware
 from pai.rest_server.routes import routes
 from pai.store.db import Database
+from pai.store.private import private_dir
 
 log = logging.getLogger("pai.master")
 
 
 async def _database(app: web.Application) -> AsyncIterator[None]:
     config = app[CONFIG]
-    config.data_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(config.data_dir)  # 0700: the database, the tokens and the secret key are in it
     app[AGENT_TOKEN] = config.resolve_agent_token()
     if not config.agent_token:
         log.info("agents must present the token kept in file=%s", config.agent_token_file)
     store = StoreThread()
     db = Database(config.db_url())
-    await store.call(db.migrate)
+    keyring = await store.call(config.secret_keyring, db.engine)
+    log.info("job secrets are sealed with the secret key from source=%s", keyring.source)
+    db.use_keyring(keyring)
+    await store.call(db.migrate)  # refuses a key that does not open what the database has sealed
     app[STORE] = store
     app[DB] = db
-    app[LAUNCHER] = Launcher(db, config.launcher)
+    app[LAUNCHER] = Launcher(db, config.launcher, protected_paths=(str(config.data_dir),))
     if config.admin_password:
         await store.call(app[LAUNCHER].accounts.ensure_admin, config.admin_user, config.admin_password)
     app[LISTS] = Lists(db, store, 0 if config.front else config.list_processes)  # the front reads long ones

@@ -7,8 +7,13 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sqlalchemy import Engine
+
 from pai.launcher.service import LauncherConfig
+from pai.store import keyring as keyrings
 from pai.store.db import database_url, default_data_dir
+from pai.store.keyring import KEY_ENV, Keyring
+from pai.store.private import restrict, write_private
 
 AGENT_TOKEN_FILE = "agent-token"
 
@@ -22,6 +27,8 @@ class MasterConfig:
     admin_user: str = "admin"
     admin_password: str | None = None  # PAI_ADMIN_PASSWORD; creates the admin on first start
     agent_token: str | None = None  # PAI_AGENT_TOKEN; None: the one kept in <data_dir>/agent-token (made once)
+    # PAI_SECRET_KEY: the key(s) sealing job secrets in the database; None: <data_dir>/secret-key (pai.store.keyring)
+    secret_key: str | None = field(default=None, repr=False)
     token_ttl_seconds: int = 7 * 24 * 3600
     tick_seconds: float = 0.5
     vc_config: Path | None = None  # a cluster configuration file (job_schemas/vc-config.json) applied at start
@@ -49,12 +56,16 @@ class MasterConfig:
         except FileNotFoundError:
             token = ""
         if not token:
-            path.parent.mkdir(parents=True, exist_ok=True)
             token = secrets.token_urlsafe(32)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w") as f:
-                f.write(token + "\n")
+            write_private(path, token + "\n")
+        restrict(path)  # one left wider by an older version
         return token
+
+    def secret_keyring(self, database: Engine | None = None) -> Keyring:
+        """The keys that seal job secrets: ``secret_key``, else the data directory's key file, made on the first start
+        of a database no key has sealed yet (pai.store.keyring.load)."""
+        env = {KEY_ENV: self.secret_key} if self.secret_key else {}
+        return keyrings.load(self.data_dir, create=True, env=env, database=database)
 
     @classmethod
     def from_env(cls, **overrides: object) -> MasterConfig:
@@ -63,5 +74,7 @@ class MasterConfig:
             env["admin_password"] = os.environ["PAI_ADMIN_PASSWORD"]
         if os.environ.get("PAI_AGENT_TOKEN"):
             env["agent_token"] = os.environ["PAI_AGENT_TOKEN"]
+        if os.environ.get("PAI_SECRET_KEY"):
+            env["secret_key"] = os.environ["PAI_SECRET_KEY"]
         env.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**env)  # type: ignore[arg-type]

@@ -31,6 +31,7 @@ from pai.rest_server.config import MasterConfig
 from pai.rest_server.front import MASTER_SOCKET, make_front_app
 from pai.rest_server.handoff import MasterLink
 from pai.rest_server.listing import end_with
+from pai.store.private import private_dir
 
 log = logging.getLogger("pai.master")
 
@@ -81,7 +82,7 @@ async def _behind_front(config: MasterConfig, public: socket.socket, agents: lis
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     path = master_socket_path(config.data_dir)
-    config.data_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(config.data_dir)
     runner = web.AppRunner(make_app(config), handle_signals=False)
     await runner.setup()
     link = MasterLink(path)

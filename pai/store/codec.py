@@ -17,7 +17,7 @@ from pai.domain.states import TaskState
 from pai.domain.storage import StorageMount
 from pai.store.schema import NodeRow, TaskRow
 
-_SPEC_FIELDS = frozenset(f.name for f in fields(JobSpec))
+_SPEC_FIELDS = frozenset(f.name for f in fields(JobSpec)) - {"sealed"}  # a column of its own (pai.store.sealing)
 _ROLE_FIELDS = frozenset(f.name for f in fields(TaskRoleSpec))
 _PORT_FIELDS = frozenset(f.name for f in fields(PortSpec))
 _AUTH_FIELDS = frozenset(f.name for f in fields(RegistryAuth))

@@ -15,7 +15,11 @@ from typing import Any
 from sqlalchemy import URL, Connection, Engine, create_engine, event, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
+from pai.store import keyring as keyrings
 from pai.store import migrations
+from pai.store.keyring import Keyring
+from pai.store.private import private_sqlite
+from pai.store.sealing import KEYRING_INFO
 
 DATA_DIR_ENV = "PAI_DATA_DIR"
 DATABASE_URL_ENV = "PAI_DATABASE_URL"
@@ -48,12 +52,23 @@ def normalize_url(url: str) -> URL:
 
 
 class Database:
-    """One engine and its session factory. Create one per process; ``dispose()`` on shutdown."""
+    """One engine and its session factory. Create one per process; ``dispose()`` on shutdown.
 
-    def __init__(self, url: str) -> None:
+    ``keyring`` seals and opens job secrets (``pai.store.sealing``; its sessions carry it in ``Session.info``): the
+    master has one; a process that only reads (the read front, list processes) needs none. A SQLite file and its
+    ``-wal``/``-shm`` are mode 0600 in a 0700 directory, whatever the umask."""
+
+    def __init__(self, url: str, keyring: Keyring | None = None) -> None:
         self.url = normalize_url(url)
+        self.keyring = keyring
         self.engine: Engine = _create_engine(self.url)
-        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False,
+                                      info={} if keyring is None else {KEYRING_INFO: keyring})
+
+    def use_keyring(self, keyring: Keyring) -> None:
+        """Seal and open job secrets with ``keyring`` from now on (sessions opened before keep what they had)."""
+        self.keyring = keyring
+        self._sessions.configure(info={KEYRING_INFO: keyring})
 
     @property
     def dialect(self) -> str:
@@ -70,12 +85,22 @@ class Database:
         with self._sessions() as session, session.begin():
             yield session
 
-    def migrate(self) -> str:
-        """Bring the schema to head (in one transaction); returns the head revision."""
+    @contextmanager
+    def maintenance(self) -> Iterator[Connection]:
+        """One transaction that no other's migration (a master starting) or key rotation runs beside: on PostgreSQL
+        they take the same lock; SQLite has one writer anyway."""
         with self.engine.begin() as connection:
             if self.dialect == "postgresql":
                 connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_PG_MIGRATION_LOCK})")
-            migrations.upgrade(connection)
+            yield connection
+
+    def migrate(self) -> str:
+        """Bring the schema to head (in one transaction; the migrations that seal secrets use the keyring), then
+        check that the keyring opens what this database has sealed (SecretKeyError); returns the head revision."""
+        with self.maintenance() as connection:
+            migrations.upgrade(connection, keyring=self.keyring)
+            if self.keyring is not None:
+                keyrings.verify(connection, self.keyring)
         return migrations.head_revision()
 
     def revision(self) -> str | None:
@@ -98,7 +123,7 @@ def _create_engine(url: URL) -> Engine:
 
 def _sqlite_engine(url: URL) -> Engine:
     if url.database and url.database != ":memory:" and not url.database.startswith("file:"):
-        Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        private_sqlite(Path(url.database).expanduser())
     engine = create_engine(url)
 
     @event.listens_for(engine, "connect")

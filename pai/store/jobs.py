@@ -1,13 +1,15 @@
 """Jobs and their tasks: insert, look up, list with filters, save state changes.
 
-A job is one ``jobs`` row (the normalized spec as JSON, the submitted text verbatim) plus one ``tasks`` row per
-instance. Reading always loads a job's tasks with it; lists load the tasks of all listed jobs in one query.
+A job is one ``jobs`` row (the normalized spec as JSON, the submitted text; secrets sealed apart, see
+``pai.store.sealing``) plus one ``tasks`` row per instance. Reading always loads a job's tasks with it; lists load
+the tasks of all listed jobs in one query.
 Attempt history and events live in ``pai.store.history`` and are re-exported here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from dataclasses import replace
 from typing import Any, cast
 
 from sqlalchemy import Select, Table, bindparam, delete, insert, or_, select, update
@@ -17,9 +19,10 @@ from sqlalchemy.orm import Session, selectinload
 from pai.domain.errors import ConflictJobError, NoJobError
 from pai.domain.job import Job, Task
 from pai.domain.states import JobState, TaskState
-from pai.store import keyword
+from pai.store import keyword, sealing
 from pai.store.codec import spec_from_dict, spec_to_dict, task_from_row, task_to_row, update_task_row
 from pai.store.history import add_event, finish_attempt, list_attempts, list_events, record_attempt
+from pai.store.keyring import Keyring
 from pai.store.schema import JobRow, TaskRow
 
 __all__ = [
@@ -59,6 +62,8 @@ def split_key(key: str) -> tuple[str, str]:
 
 def _to_job(row: JobRow) -> Job:
     spec = spec_from_dict(row.spec)
+    if row.sealed is not None:
+        spec = replace(spec, sealed=row.sealed)  # its secrets stay sealed until a task starts (sealing.unsealed)
     position = {r.name: i for i, r in enumerate(spec.task_roles)}
     rows = sorted(row.tasks, key=lambda t: (position.get(t.role, len(position)), t.role, t.task_index))
     return Job(
@@ -79,12 +84,12 @@ def _to_job(row: JobRow) -> Job:
     )
 
 
-def _update_row(row: JobRow, job: Job) -> None:
+def _update_row(row: JobRow, job: Job, keyring: Keyring | None) -> None:
     row.vc = job.vc
     row.state = job.state.value
     row.priority = job.spec.priority
     row.protocol_version = job.spec.protocol_version
-    row.spec = spec_to_dict(job.spec)
+    row.spec, row.sealed = sealing.stored(spec_to_dict(job.spec), job.spec.sealed, keyring)
     row.submitted_at = job.submitted_at
     row.started_at = job.started_at
     row.completed_at = job.completed_at
@@ -107,16 +112,17 @@ def _one(s: Session, query: Select[JobRow], what: str) -> JobRow:
     return row
 
 
-def rows_of(job: Job, config_text: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The ``jobs`` row and the ``tasks`` rows of a new job, as values for a Core INSERT (also for bulk loads)."""
-    row = JobRow(id=job.id, user_name=job.user, name=job.name, config_text=config_text)
-    _update_row(row, job)
+def rows_of(job: Job, config_text: str, keyring: Keyring | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The ``jobs`` row and the ``tasks`` rows of a new job, as values for a Core INSERT (also for bulk loads). Its
+    secrets are masked in the text and the spec and sealed with ``keyring`` (SecretKeyError without one)."""
+    row = JobRow(id=job.id, user_name=job.user, name=job.name, config_text=sealing.masked_text(config_text))
+    _update_row(row, job, keyring)
     return _values(row), [_values(task_to_row(job.id, t)) for t in job.tasks]
 
 
 def insert_job(s: Session, job: Job, config_text: str) -> None:
     """Store a new job with its tasks. Raises ConflictJobError when ``user~name`` exists, leaving no rows behind."""
-    row, tasks = rows_of(job, config_text)
+    row, tasks = rows_of(job, config_text, s.info.get(sealing.KEYRING_INFO))
     try:  # Core inserts: a submission is on the writer's path, and the ORM's unit of work would double its cost
         with s.begin_nested():
             s.execute(insert(JobRow), [row])
@@ -147,7 +153,7 @@ def get_job_by_id(s: Session, job_id: str) -> Job:
 
 
 def get_config_text(s: Session, key: str) -> str:
-    """The job exactly as it was submitted (YAML or JSON text)."""
+    """The job as it was submitted (YAML or JSON text), its secrets' values masked."""
     user, name = split_key(key)
     text = s.scalar(select(JobRow.config_text).where(JobRow.user_name == user, JobRow.name == name))
     if text is None:
@@ -214,7 +220,7 @@ def save_job(s: Session, job: Job) -> None:
     row = s.get(JobRow, job.id, options=[selectinload(JobRow.tasks)])
     if row is None:
         raise NoJobError(f"job {job.key} not found")
-    _update_row(row, job)
+    _update_row(row, job, s.info.get(sealing.KEYRING_INFO))
     existing = {(t.role, t.task_index): t for t in row.tasks}
     tasks: list[TaskRow] = []
     for task in job.tasks:

@@ -108,8 +108,9 @@ class JobRow(Base):
     state: Mapped[str] = mapped_column(String(16))
     priority: Mapped[int]
     protocol_version: Mapped[int]
-    config_text: Mapped[str] = mapped_column(Text)  # the job exactly as submitted
-    spec: Mapped[dict[str, Any]]  # codec.spec_to_dict of the normalized JobSpec
+    config_text: Mapped[str] = mapped_column(Text)  # the job as submitted, its secrets' values masked (sealing.py)
+    spec: Mapped[dict[str, Any]]  # codec.spec_to_dict of the normalized JobSpec, secret-bearing fields masked
+    sealed: Mapped[str | None] = mapped_column(Text)  # those fields, encrypted (pai.store.sealing); None: it has none
     submitted_at: Mapped[float]
     started_at: Mapped[float | None]
     completed_at: Mapped[float | None]
@@ -247,6 +248,16 @@ class VcUsageRow(Base):
     max_memory_mb: Mapped[int]
     running_jobs: Mapped[int]
     waiting_jobs: Mapped[int]
+
+
+class SecretKeyCheckRow(Base):
+    """One row: a known text sealed with the secret key, so that a master with another key refuses to start
+    (pai.store.keyring.verify)."""
+
+    __tablename__ = "secret_key_check"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    token: Mapped[str] = mapped_column(Text)
 
 
 metadata = Base.metadata

@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import json
-import stat
 from pathlib import Path
 
 import pytest
+
+from tests.filemodes import mode
 
 from .conftest import TOKEN, Run
 from .fake_master import FakeMaster
 
 LOGIN = "/api/v2/authn/basic/login"
 LOGOUT = "/api/v2/authn/basic/logout"
-
-
-def mode(path: Path) -> int:
-    return stat.S_IMODE(path.stat().st_mode)
 
 
 def test_login_posts_credentials_and_stores_token_with_mode_0600(

@@ -25,7 +25,7 @@ from tests.deploy.systemd import (
 
 SAMPLES = {"master": (MASTER_ENV, MASTER_UNIT), "agent": (AGENT_ENV, AGENT_UNIT)}
 OPTS = {"master": "PAI_MASTER_OPTS", "agent": "PAI_AGENT_OPTS"}
-SECRETS = ("PAI_ADMIN_PASSWORD", "PAI_AGENT_TOKEN")
+SECRETS = ("PAI_ADMIN_PASSWORD", "PAI_AGENT_TOKEN", "PAI_SECRET_KEY")
 REQUIRED = {"master": [], "agent": ["--master", "http://master.example:9186"]}
 
 

@@ -33,6 +33,24 @@ def test_pai_up_runs_the_hello_example_to_succeeded_and_leaves_no_process(tmp_pa
     assert leftovers.stdout.strip() == ""
 
 
+def test_pai_up_lets_a_job_read_the_code_next_to_its_spec_file(tmp_path: Path) -> None:
+    """The --run file's directory is one of the cluster's localPaths roots (the current directory another): a
+    relative codeDir, which the CLI resolves next to the spec file, is allowed."""
+    (tmp_path / "project" / "src").mkdir(parents=True)
+    (tmp_path / "project" / "src" / "main.sh").write_text("echo code next to the spec\n")
+    spec = tmp_path / "project" / "job.json"
+    spec.write_text('{"jobName": "nextdoor", "image": "busybox", "codeDir": "src", "taskRoles": [{"name": "w", '
+                    '"taskNumber": 1, "cpuNumber": 1, "memoryMB": 128, "gpuNumber": 0, "command": "sh main.sh"}]}')
+    (tmp_path / "elsewhere").mkdir()
+    env = {**os.environ, "HOME": str(tmp_path), "PAI_DATA_DIR": str(tmp_path / "unused")}
+    proc = subprocess.run([sys.executable, "-m", "pai", "up", "--run", str(spec), "--data-dir", str(tmp_path / "data"),
+                           "--runtime", "process"],
+                          capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path / "elsewhere")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "code next to the spec" in proc.stdout and "admin~nextdoor: SUCCEEDED" in proc.stdout
+    assert '"localPaths"' in (tmp_path / "data" / "up-cluster.json").read_text()
+
+
 
 def test_pai_up_with_a_refused_spec_says_why_in_one_line_and_leaves_no_process(tmp_path: Path) -> None:
     spec = tmp_path / "bad.yaml"

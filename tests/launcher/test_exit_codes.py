@@ -13,6 +13,8 @@ CASES = [
     ("node lost", int(PlatformExit.NODE_LOST), ExitType.PLATFORM, Retry.TRANSIENT),
     ("stopped", int(PlatformExit.STOPPED), ExitType.USER, Retry.PERMANENT),
     ("code dir missing", int(PlatformExit.CODE_DIR_MISSING), ExitType.USER, Retry.PERMANENT),
+    ("image not found", int(PlatformExit.IMAGE_NOT_FOUND), ExitType.USER, Retry.PERMANENT),
+    ("image pull failed", int(PlatformExit.IMAGE_PULL_FAILED), ExitType.PLATFORM, Retry.TRANSIENT),
     ("unknown negative", -9999, ExitType.PLATFORM, Retry.UNKNOWN),
 ]
 

@@ -130,6 +130,12 @@ RETRY_CASES = [
     ("-1: success ends the job", -1, [0], JobState.SUCCEEDED, 0),
     ("-2: success is retried", -2, [0, 0, 0], JobState.WAITING, 3),
     ("-2: a permanent failure is retried", -2, [int(PlatformExit.CODE_DIR_MISSING), 1], JobState.WAITING, 2),
+    ("0: an unreachable registry (-102) requeues, not counted", 0,
+     [int(PlatformExit.IMAGE_PULL_FAILED), int(PlatformExit.IMAGE_PULL_FAILED), 0], JobState.SUCCEEDED, 0),
+    ("0: an unreachable registry (-102) never fails the job", 0,
+     [int(PlatformExit.IMAGE_PULL_FAILED)] * 3, JobState.WAITING, 0),
+    ("3: an image the registry does not have (-101) is not retried", 3, [int(PlatformExit.IMAGE_NOT_FOUND)],
+     JobState.FAILED, 0),
 ]
 
 

@@ -18,6 +18,7 @@ from pai.store import history, jobs, nodes
 from pai.store.db import Database
 from pai.store.records import User
 from tests.launcher.builders import Clock, user
+from tests.store.secretjobs import PASSWORD, TOKEN, secret_job
 
 
 def register(launcher: Launcher, name: str) -> None:
@@ -145,7 +146,8 @@ def test_a_node_back_inside_the_window_keeps_its_tasks(db: Database) -> None:
 ])
 def test_the_start_command_carries_the_configured_webhdfs_address(db: Database, code_dir: str, webhdfs: str) -> None:
     with db.session() as s:
-        cluster.apply_file(s, {"hdfs": {"webhdfs": {"nn.example:9000": "http://web.example:50070"}}}, 1.0)
+        cluster.apply_file(s, {"hdfs": {"webhdfs": {"nn.example:9000": "http://web.example:50070"}},
+                               "localPaths": [{"path": "/shared"}]}, 1.0)
     clock = Clock(1000.0)
     launcher = Launcher(db, LauncherConfig(), clock=clock)
     register(launcher, "n1")
@@ -169,6 +171,24 @@ def test_the_start_command_carries_the_jobs_secrets(db: Database) -> None:
     assert isinstance(start, StartTask) and start.secrets == {"token": "t0k", "nested": {"a": [1]}}
 
 
+def test_a_start_command_opens_what_the_store_sealed(db: Database) -> None:
+    """The job's secrets, its command rendered from them and its registry login are sealed in the store (masked in
+    the row) and reach the agent in clear."""
+    launcher = Launcher(db, LauncherConfig(), clock=Clock(1000.0))
+    register(launcher, "n1")
+    secret, body = secret_job()
+    launcher.submit(user("alice"), replace(secret.spec, task_roles=(replace(secret.spec.task_roles[0], instances=1),)),
+                    body)
+    with db.session() as s:
+        assert jobs.get_job(s, "alice~secret").spec.sealed is not None
+    launcher.schedule_pass()
+    (start,) = launcher.heartbeat(HeartbeatRequest("n1")).commands
+    assert isinstance(start, StartTask) and start.secrets == {"token": TOKEN, "pw": PASSWORD}
+    assert start.command.startswith(f"echo {TOKEN}\n")
+    assert start.registry_auth is not None and (start.registry_auth.username, start.registry_auth.password) == (
+        "bot", PASSWORD)
+
+
 PATHS = [
     # (hdfs setting, codeDir as parsed, codeDir stored)
     pytest.param({"defaultFs": "hdfs://nn:9000/"}, "$PAI_DEFAULT_FS_URI/$PAI_USERNAME/code",
@@ -182,13 +202,13 @@ PATHS = [
 def test_submit_replaces_openpais_path_variables(db: Database, hdfs: dict[str, str], code_dir: str,
                                                  stored: str) -> None:
     with db.session() as s:
-        cluster.apply_file(s, {"hdfs": hdfs}, 1.0)
+        cluster.apply_file(s, {"hdfs": hdfs, "localPaths": [{"path": "/shared"}]}, 1.0)
     spec = JobSpec(name="j", task_roles=(TaskRoleSpec("w", 1, "true", Resources(0, 1, 256)),), image="busybox",
-                   protocol_version=1, code_dir=code_dir, data_dir="$PAI_USERNAME/data")
+                   protocol_version=1, code_dir=code_dir, data_dir="/shared/$PAI_USERNAME/data")
     job = Launcher(db, LauncherConfig(), clock=Clock(1000.0)).submit(user("alice"), spec, "{}")
     with db.session() as s:
         saved = jobs.get_job(s, job.key).spec
-    assert (saved.code_dir, saved.data_dir) == (stored, "alice/data")
+    assert (saved.code_dir, saved.data_dir) == (stored, "/shared/alice/data")
 
 
 def test_default_fs_without_a_configured_one_is_refused_and_nothing_stored(db: Database) -> None:

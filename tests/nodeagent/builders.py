@@ -18,6 +18,8 @@ def start_task(
     *,
     env: dict[str, str] | None = None,
     code_dir: str = "",
+    local_roots: tuple[str, ...] = (),
+    protected_paths: tuple[str, ...] = (),
     gpus: tuple[int, ...] = (),
     job_key: str = "alice~job",
     role: str = "worker",
@@ -35,6 +37,8 @@ def start_task(
         resources=Resources(0, 1, 128),
         gpus=gpus,
         code_dir=code_dir,
+        local_roots=local_roots,
+        protected_paths=protected_paths,
         secrets=secrets,
     )
 

@@ -133,7 +133,7 @@ async def test_repeated_starts_and_unknown_stops_are_ignored(tmp_path: Path, mas
 
 
 async def test_a_missing_code_dir_fails_the_attempt_without_running_it(tmp_path: Path, master: FakeMaster) -> None:
-    master.send(start_task("a1", "touch ran", code_dir=str(tmp_path / "no-such-code")))
+    master.send(start_task("a1", "touch ran", code_dir=str(tmp_path / "no-such-code"), local_roots=(str(tmp_path),)))
     async with running(config(tmp_path, master.url)) as agent:
         exited = await eventually(lambda: reported(master, "a1", ContainerStatus.EXITED), what="failure report")
         assert exited.exit_code == PlatformExit.CODE_DIR_MISSING
@@ -149,7 +149,7 @@ async def test_the_code_dir_is_fetched_into_the_working_directory(tmp_path: Path
     code = tmp_path / "shared" / "code"
     code.mkdir(parents=True)
     (code / "main.sh").write_text('echo "from $(pwd)"\n')
-    master.send(start_task("a1", "sh main.sh", code_dir=f"file://{code}"))
+    master.send(start_task("a1", "sh main.sh", code_dir=f"file://{code}", local_roots=(str(tmp_path / "shared"),)))
     async with running(config(tmp_path, master.url)) as agent:
         exited = await eventually(lambda: reported(master, "a1", ContainerStatus.EXITED), what="exit")
         assert exited.exit_code == 0
@@ -161,11 +161,34 @@ async def test_a_stop_during_the_code_fetch_wins(tmp_path: Path, master: FakeMas
     code = tmp_path / "code"
     code.mkdir()
     (code / "f").write_text("x")
-    master.send(start_task("a1", "touch ran", code_dir=str(code)), stop_task("a1", reason="stopped early"))
+    master.send(start_task("a1", "touch ran", code_dir=str(code), local_roots=(str(tmp_path),)),
+                stop_task("a1", reason="stopped early"))
     async with running(config(tmp_path, master.url)) as agent:
         exited = await eventually(lambda: reported(master, "a1", ContainerStatus.EXITED), what="exit")
         assert (exited.exit_code, exited.reason) == (PlatformExit.STOPPED, "stopped early (before it started)")
         assert not (agent.paths.attempt("a1") / "code" / "ran").exists()
+
+
+@pytest.mark.parametrize(("code_dir", "roots", "words"), [
+    pytest.param("{agent}", ("{tmp}",), "overlaps the node agent's work directory", id="its work dir"),
+    pytest.param("file://{agent}/attempts", ("{tmp}",), "overlaps the node agent's work directory",
+                 id="its attempts folder"),
+    pytest.param("{tmp}/shared", (), "localPaths grants none", id="no root any more (the configuration changed)"),
+])
+async def test_a_code_dir_the_node_may_not_copy_ends_the_attempt_with_local_path_not_allowed(
+        tmp_path: Path, master: FakeMaster, code_dir: str, roots: tuple[str, ...], words: str) -> None:
+    (tmp_path / "shared").mkdir()
+    other = tmp_path / "agent" / "attempts" / "other" / "secrets"
+    other.mkdir(parents=True)
+    (other / "token").write_text("another job's secret\n")
+    fill = {"agent": tmp_path / "agent", "tmp": tmp_path}
+    master.send(start_task("a1", "cat */secrets/*; touch ran", code_dir=code_dir.format(**fill),
+                           local_roots=tuple(r.format(**fill) for r in roots)))
+    async with running(config(tmp_path, master.url)) as agent:
+        exited = await eventually(lambda: reported(master, "a1", ContainerStatus.EXITED), what="failure report")
+    assert exited.exit_code == PlatformExit.LOCAL_PATH_NOT_ALLOWED
+    assert exited.reason is not None and words in exited.reason and code_dir.format(**fill) in exited.reason
+    assert list(agent.paths.attempt("a1").iterdir()) == []  # nothing copied, nothing ran
 
 
 def free_port() -> int:
@@ -253,7 +276,7 @@ async def test_the_agent_reports_its_health_problems(tmp_path: Path, master: Fak
     async with running(config(tmp_path, master.url, min_free_disk_mb=10**9, health_seconds=0.1)):
         await eventually(lambda: master.heartbeats, what="a heartbeat")
         problems = master.registers[0].problems
-        assert len(problems) == 1 and "MB free, below 1000000000 MB" in problems[0]
+        assert len(problems) == 1 and problems[0].startswith("low disk: ") and "below 1000000000 MB" in problems[0]
         assert master.heartbeats[-1].problems == problems
 
 

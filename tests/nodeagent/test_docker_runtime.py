@@ -1,5 +1,6 @@
 """The docker runtime against a real Docker Engine (tests/dockerkit.py): containers, limits, GPUs by
-environment, stops, logs on the node, and an agent restart that re-adopts its containers."""
+environment, stops, logs on the node, and an agent restart that re-adopts its containers. Image pulls that fail:
+test_docker_pull.py."""
 
 from __future__ import annotations
 
@@ -99,13 +100,6 @@ async def test_code_is_read_only_and_the_work_directory_writable(runtime: Docker
     assert (tmp_path / "d4" / "work" / "y").exists()
 
 
-async def test_a_missing_image_fails_the_task_as_a_user_error(runtime: DockerRuntime, tmp_path: Path) -> None:
-    await runtime.start(task("d5", "true", image="pai-test/no-such-image:1"), tmp_path / "d5")
-    report = await ended(runtime, "d5")
-    assert report.exit_code == PlatformExit.IMAGE_NOT_FOUND
-    assert "pai-test/no-such-image:1" in (report.reason or "")
-
-
 async def test_stop_sends_sigterm_then_the_stops_code(runtime: DockerRuntime, tmp_path: Path,
                                                       docker_host: str) -> None:
     await runtime.start(task("d6", "trap 'echo got TERM; exit 0' TERM; echo ready; sleep 600 & wait"),
@@ -198,6 +192,8 @@ async def test_a_private_image_is_pulled_with_the_jobs_registry_credentials(
     await runtime.start(task("d12", "true", image=private_image), tmp_path / "d12")
     refused = await ended(runtime, "d12")  # no credentials: the registry says no, a user error
     assert refused.exit_code == PlatformExit.IMAGE_NOT_FOUND and private_image in (refused.reason or "")
+    assert "check the job's registry credentials" in (refused.reason or "")
+    assert "no basic auth credentials" in (refused.reason or "")  # the engine's words
     wrong = RegistryCredentials(USER, "wrong", docker_registry.address)
     await runtime.start(task("d13", "true", image=private_image, registry_auth=wrong), tmp_path / "d13")
     assert (await ended(runtime, "d13")).exit_code == PlatformExit.IMAGE_NOT_FOUND

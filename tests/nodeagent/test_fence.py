@@ -15,7 +15,8 @@ import pytest
 
 from pai.nodeagent import attempt_record, process_group
 from pai.nodeagent.attempt_record import AttemptRecord
-from pai.nodeagent.fence import LEASE_FILE, Lease, read_lease, running_groups, watch
+from pai.nodeagent.fence import SLACK_SECONDS, running_groups, watch
+from pai.nodeagent.lease import LEASE_FILE, Lease, LeaseState, current, read_lease
 from pai.protocol import ContainerStatus, PlatformExit
 from tests.eventually import eventually
 from tests.nodeagent.builders import start_task
@@ -145,3 +146,46 @@ async def test_an_agent_with_its_watchdog_releases_it_when_it_stops_its_tasks(tm
     assert lease is not None and lease.released
     assert os.path.exists(tmp_path / "agent" / "fence.log")
     await asyncio.sleep(0)
+
+
+# ---- the lease by pipe: an agent that cannot write its lease file still holds its watchdog off ---------------
+
+MINE, OLD = LeaseState("me", 100.0, 1.0), LeaseState("before", 50.0, 1.0)
+
+
+@pytest.mark.parametrize(("filed", "sent", "stale", "channel", "expected"), [
+    pytest.param(MINE, None, None, False, (MINE, None), id="no pipe: the file"),
+    pytest.param(OLD, None, None, False, (None, "the lease has another owner"), id="no pipe: another owner"),
+    pytest.param(OLD, LeaseState("me", 200.0, 1.0), "before", True, (LeaseState("me", 200.0, 1.0), None),
+                 id="pipe: the earlier agent's lease left in the file is ignored"),
+    pytest.param(MINE, LeaseState("me", 200.0, 1.0), None, True, (LeaseState("me", 200.0, 1.0), None),
+                 id="pipe: the later of the two"),
+    pytest.param(LeaseState("me", 300.0, 1.0), LeaseState("me", 200.0, 1.0), None, True,
+                 (LeaseState("me", 300.0, 1.0), None), id="pipe: the file, when it is later"),
+    pytest.param(LeaseState("newer", 10.0, 1.0), MINE, None, True, (None, "the lease has another owner"),
+                 id="pipe: a newer agent took over"),
+    pytest.param(OLD, LeaseState("me", 0.0, 0.0, released=True), "before", True,
+                 (None, "the agent released the lease"), id="pipe: released"),
+    pytest.param(None, None, None, True, (None, None), id="pipe: nothing heard yet"),
+])
+def test_the_lease_the_watchdog_guards(filed: LeaseState | None, sent: LeaseState | None, stale: str | None,
+                                       channel: bool, expected: tuple[LeaseState | None, str | None]) -> None:
+    assert current("me", filed, sent, stale, channel) == expected
+
+
+def test_a_lease_sent_down_the_pipe_is_honoured_until_it_runs_out(tmp_path: Path, groups: Groups) -> None:
+    state = tmp_path / "runtime" / "process"
+    pgid = _sleeper(state, "a0", groups)
+    Lease(tmp_path, "before").renew(time.monotonic() - 5, 0.5)  # an earlier agent's, long expired
+    read_end, write_end = os.pipe()
+    sent = time.monotonic()
+    (tmp_path / "blocked").write_text("")  # a file where the lease's directory would be: no lease file
+    failures: list[str] = []
+    lease = Lease(tmp_path / "blocked" / "work", "me", on_error=lambda what, e: not failures.append(what))
+    lease.attach(write_end)
+    lease.renew(sent + 1.5, 0.5)  # the file cannot be written: only the pipe carries it
+    os.close(write_end)  # and the agent is gone
+    reason = watch(tmp_path, "me", state, _dead_pid(), 0, channel=read_end)
+    assert reason.startswith("the lease expired and the agent is gone") and failures == ["the lease"]
+    assert time.monotonic() - sent >= 1.5 + SLACK_SECONDS
+    assert process_group.group_members(pgid) == []

@@ -11,9 +11,9 @@ from pai.nodeagent.health import HealthCheck
 
 @pytest.mark.parametrize(("min_free", "engine", "expected"), [
     pytest.param(0, None, [], id="healthy"),
-    pytest.param(10**9, None, ["MB free, below 1000000000 MB"], id="disk-almost-full"),
-    pytest.param(0, lambda: "connection refused", ["the Docker Engine does not answer: connection refused"],
-                 id="engine-down"),
+    pytest.param(10**9, None, ["MB, below 1000000000 MB"], id="disk-almost-full"),
+    pytest.param(0, lambda: "connection refused",
+                 ["engine down: the Docker Engine does not answer: connection refused"], id="engine-down"),
     pytest.param(0, lambda: None, [], id="engine-up"),
 ])
 def test_problems(tmp_path: Path, min_free: int, engine: object, expected: list[str]) -> None:

@@ -10,23 +10,24 @@ from pai.nodeagent import logcap
 def test_a_file_within_the_cap_is_left_alone(tmp_path: Path) -> None:
     log = tmp_path / "stdout.log"
     log.write_bytes(b"x" * 100)
-    assert logcap.cap([log, tmp_path / "absent.log"], 100) == []
+    assert logcap.cap([log, tmp_path / "absent.log"], 100).rotated == []
     assert log.read_bytes() == b"x" * 100 and not logcap.previous(log).exists()
 
 
 def test_rotation_keeps_the_chunk_before_and_counts_what_is_dropped(tmp_path: Path) -> None:
     log = tmp_path / "stdout.log"
     with open(log, "ab", buffering=0) as writer:  # as a task writes: append mode, one descriptor throughout
-        writer.write(b"A" * 150)
-        assert logcap.cap([log], 100) == [log]
+        writer.write(b"a" * 50 + b"A" * 100)
+        assert logcap.cap([log], 100).rotated == [log]
         writer.write(b"B" * 120)  # goes on at the new end of the truncated file
+        # the newest 100 bytes are kept as the chunk before; the 50 before them are dropped
         assert (log.read_bytes(), logcap.previous(log).read_bytes(), logcap.dropped(log)) == (
-            b"B" * 120, b"A" * 150, 0)
-        assert logcap.cap([log], 100) == [log]
+            b"B" * 120, b"A" * 100, 50)
+        assert logcap.cap([log], 100).dropped == 100 + 20
         writer.write(b"C" * 10)
-    assert (log.read_bytes(), logcap.previous(log).read_bytes()) == (b"C" * 10, b"B" * 120)
-    assert logcap.dropped(log) == 150  # the A chunk
-    assert logcap.size(log) == 130
+    assert (log.read_bytes(), logcap.previous(log).read_bytes()) == (b"C" * 10, b"B" * 100)
+    assert logcap.dropped(log) == 50 + 100 + 20  # the a's, the A chunk, the first B's
+    assert logcap.size(log) == 110
 
 
 def test_a_tail_spans_the_previous_chunk_and_the_current_file(tmp_path: Path) -> None:

@@ -147,3 +147,19 @@ async def test_rest_latency_is_labelled_by_route_never_by_path(api: Api) -> None
                  status_class="4xx") == 1
     assert not [labels for name, labels in m if "admin~a" in str(labels)]
     assert any(name == "process_resident_memory_bytes" for name, _ in m)  # the master's own process
+
+
+async def test_a_nodes_problems_are_counted_by_kind(api: Api) -> None:
+    await add_node(api, "n1")
+    await add_node(api, "n2")
+    problems = ["disk full: work directory /w: 0 MB free of 64 MB",
+                "engine down: the Docker Engine does not answer: connection refused"]
+    beat = {"version": 1, "node": "n1", "problems": problems}
+    status, _ = await api.call("POST", "/api/internal/agents/n1/heartbeat", json_body=beat, token=AGENT_TOKEN)
+    assert status == 200
+    m = await scrape(api)
+    assert value(m, "pai_node_healthy", node="n1") == 0 and value(m, "pai_node_healthy", node="n2") == 1
+    by_kind = {reason: value(m, "pai_node_problems", node="n1", reason=reason)
+               for reason in ("disk_full", "read_only", "low_disk", "engine_down", "other")}
+    assert by_kind == {"disk_full": 1, "read_only": 0, "low_disk": 0, "engine_down": 1, "other": 0}
+    assert value(m, "pai_node_problems", node="n2", reason="disk_full") == 0

@@ -1,7 +1,8 @@
 """Database fixtures for store tests, reusable by other packages' tests.
 
 ``make_database(kind, tmp_path)`` yields a migrated ``Database`` on a fresh SQLite file or in a fresh
-PostgreSQL schema (dropped afterwards). ``reset_database(db)`` empties every table.
+PostgreSQL schema (dropped afterwards), sealing job secrets with ``TEST_KEYRING``. ``reset_database(db)`` empties
+every table.
 
 Fixtures: ``kind`` ("sqlite", "postgresql"; session-scoped params), ``db`` (migrated and empty, once per backend;
 one database per backend per test session, emptied before each test), ``empty_db`` (fresh, never migrated).
@@ -27,10 +28,12 @@ from sqlalchemy.exc import OperationalError
 
 from pai.store import credentials, keyword
 from pai.store.db import Database, normalize_url
+from pai.store.keyring import Keyring
 from pai.store.schema import metadata
 
 Kind = Literal["sqlite", "postgresql"]
 KINDS: tuple[Kind, ...] = ("sqlite", "postgresql")
+TEST_KEYRING = Keyring.generate("the tests' key")  # seals the job secrets of every make_database
 POSTGRES_URL = os.environ.get("PAI_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
 
@@ -81,7 +84,7 @@ def _postgres_schema() -> Iterator[str]:
 def make_database(kind: Kind, tmp_path: Path, *, migrate: bool = True) -> Iterator[Database]:
     """A private ``Database`` of ``kind`` ("sqlite" or "postgresql"), migrated to head unless ``migrate=False``."""
     if kind == "sqlite":
-        db = Database(f"sqlite:///{tmp_path / 'pai-test.db'}")
+        db = Database(f"sqlite:///{tmp_path / 'pai-test.db'}", TEST_KEYRING)
         try:
             if migrate:
                 db.migrate()
@@ -91,7 +94,7 @@ def make_database(kind: Kind, tmp_path: Path, *, migrate: bool = True) -> Iterat
         return
     require_postgres()
     with _postgres_schema() as url:
-        db = Database(url)
+        db = Database(url, TEST_KEYRING)
         try:
             if migrate:
                 db.migrate()

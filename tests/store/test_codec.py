@@ -50,7 +50,8 @@ def test_full_spec_sets_every_field(cls: type, sample: object) -> None:
     """Guards the round-trip test: a field added to the domain must be set here, or this fails."""
     defaults = {f.name: f.default for f in fields(cls)}
     unchanged = [name for name, default in defaults.items() if getattr(sample, name) == default]
-    assert unchanged == []
+    # JobSpec.sealed is the ``sealed`` column (pai.store.sealing), not a key of the spec's JSON
+    assert unchanged == (["sealed"] if cls is JobSpec else [])
 
 
 def test_missing_keys_take_defaults_and_unknown_keys_are_ignored() -> None:

@@ -7,6 +7,7 @@ To write a new revision, copy the newest file in ``versions/``, give it a new ``
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from alembic import command
 from alembic.config import Config
@@ -14,16 +15,22 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection
 
+if TYPE_CHECKING:
+    from pai.store.keyring import Keyring
+
 SCRIPT_LOCATION = Path(__file__).resolve().parent
+KEYRING = "pai.keyring"  # the attribute a revision that seals secrets reads its keyring from (keyring_of)
 
 
-def alembic_config(connection: Connection | None = None) -> Config:
-    """An Alembic configuration built in memory; env.py runs on ``connection`` when one is given."""
+def alembic_config(connection: Connection | None = None, keyring: Keyring | None = None) -> Config:
+    """An Alembic configuration built in memory; env.py runs on ``connection`` when one is given. ``keyring``: the
+    master's ``pai.store.keyring.Keyring``, for the revisions that seal or open secrets."""
     config = Config()
     config.set_main_option("script_location", str(SCRIPT_LOCATION))
     config.set_main_option("path_separator", "os")
     if connection is not None:
         config.attributes["connection"] = connection
+    config.attributes[KEYRING] = keyring
     return config
 
 
@@ -37,10 +44,10 @@ def current_revision(connection: Connection) -> str | None:
     return MigrationContext.configure(connection).get_current_revision()
 
 
-def upgrade(connection: Connection, target: str = "head") -> None:
+def upgrade(connection: Connection, target: str = "head", keyring: Keyring | None = None) -> None:
     """Bring the schema on ``connection`` to ``target`` inside the connection's transaction."""
-    command.upgrade(alembic_config(connection), target)
+    command.upgrade(alembic_config(connection, keyring), target)
 
 
-def downgrade(connection: Connection, target: str) -> None:
-    command.downgrade(alembic_config(connection), target)
+def downgrade(connection: Connection, target: str, keyring: Keyring | None = None) -> None:
+    command.downgrade(alembic_config(connection, keyring), target)
