@@ -151,3 +151,19 @@ class InvalidTransitionError(PaiError):
         self.kind = kind
         self.current = current
         self.new = new
+
+
+class FencedError(PaiError):
+    """A write or command of a leader whose lease has moved on: ``epoch`` is the one it led at, ``current`` the lease's
+    now (None: no such lease), ``holder`` who holds it ("" when released). Never user input: the launcher steps down."""
+
+    code = "FencedError"
+    status = 503
+
+    def __init__(self, lease: str, epoch: int, current: int | None, holder: str | None) -> None:
+        now = "no such lease" if current is None else f"the lease is at epoch {current}, held by {holder or 'nobody'}"
+        super().__init__(f"lease {lease}: epoch {epoch} is fenced off ({now})")
+        self.lease = lease
+        self.epoch = epoch
+        self.current = current
+        self.holder = holder

@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     Double,
     ForeignKey,
@@ -258,6 +259,19 @@ class SecretKeyCheckRow(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     token: Mapped[str] = mapped_column(Text)
+
+
+class LeaseRow(Base):
+    """A lease (pai.store.leases): who holds it, at which epoch (the fencing token), renewed and expiring when (on
+    PostgreSQL by the database server's clock)."""
+
+    __tablename__ = "leases"
+
+    name: Mapped[str] = mapped_column(primary_key=True)
+    holder: Mapped[str] = mapped_column(Text)  # "" once released
+    epoch: Mapped[int] = mapped_column(BigInteger)
+    renewed_at: Mapped[float]
+    expires_at: Mapped[float]
 
 
 metadata = Base.metadata
