@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import TextClause, text
 
 from pai.domain.errors import FencedError
 from pai.store import leases
@@ -167,8 +167,7 @@ async def test_a_fenced_transaction_holds_off_a_takeover_on_postgresql(tmp_path:
         with db.session() as s:
             leases.fenced(s, NAME, held.epoch)
             takeover = other.submit(ask, db, "b")
-            with db.engine.connect() as watcher:
-                await eventually(lambda: watcher.execute(waiting).scalar(), what="the takeover waiting on the row")
+            await eventually(lambda: _scalar(db, waiting), what="the takeover waiting on the row")
             assert not takeover.done()
             s.execute(text("INSERT INTO cluster_settings (key, value) VALUES ('written', '1')"))
         assert takeover.result(timeout=10).epoch == held.epoch + 1
@@ -185,3 +184,9 @@ def test_a_fenced_transaction_holds_the_write_lock_on_sqlite(tmp_path: Path) -> 
                     other.execute("UPDATE leases SET holder = 'b', epoch = epoch + 1")
             finally:
                 other.close()
+
+
+def _scalar(db: Database, query: TextClause) -> object:
+    """In a transaction of its own: PostgreSQL reads pg_stat_activity once per transaction."""
+    with db.engine.connect() as connection:
+        return connection.execute(query).scalar()
