@@ -148,20 +148,21 @@ def any_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]
 async def test_one_of_two_leads_and_a_stopped_leader_hands_over_at_once(any_db: Database) -> None:
     a, b = Recorder(any_db, "a"), Recorder(any_db, "b")
     first, second = a.elector(), b.elector()
-    async with running(first) as (task_a,), running(second):
-        await eventually(lambda: first.state.epoch == 1, what="a leading")
-        await eventually(lambda: b.answered >= 3, what="b asking")
-        assert (b.events, second.state, a.events) == ([], STANDBY, [("elected", 1)])
-        task_a.cancel()
-        await asyncio.gather(task_a, return_exceptions=True)
-        assert a.events == [("elected", 1), ("deposed", None)]
-        with any_db.session() as s:
-            handed = leases.current(s, leases.LAUNCHER)
-        assert handed is not None and handed.holder in ("", "b")  # released (or taken already), not left to run out
-        await eventually(lambda: b.events == [("elected", 2)], what="b leading at epoch 2")
-        with any_db.session() as s:
-            lease = leases.current(s, leases.LAUNCHER)
-        assert lease is not None and (lease.holder, lease.epoch) == ("b", 2)
+    async with running(first) as (task_a,):
+        await eventually(lambda: first.state.epoch == 1, what="a leading")  # before b asks: else b may win the race
+        async with running(second):
+            await eventually(lambda: b.answered >= 3, what="b asking")
+            assert (b.events, second.state, a.events) == ([], STANDBY, [("elected", 1)])
+            task_a.cancel()
+            await asyncio.gather(task_a, return_exceptions=True)
+            assert a.events == [("elected", 1), ("deposed", None)]
+            with any_db.session() as s:
+                handed = leases.current(s, leases.LAUNCHER)
+            assert handed is not None and handed.holder in ("", "b")  # released (or taken already), not run out
+            await eventually(lambda: b.events == [("elected", 2)], what="b leading at epoch 2")
+            with any_db.session() as s:
+                lease = leases.current(s, leases.LAUNCHER)
+            assert lease is not None and (lease.holder, lease.epoch) == ("b", 2)
     assert b.events == [("elected", 2), ("deposed", None)]
 
 
