@@ -150,6 +150,9 @@ class Launcher:
         self.heartbeats = Heartbeats()
         self.usage = UsageSampler(db, clock, self.clusters, lambda: self.scheduling.jobs.values())
         self.metrics = LauncherMetrics()
+        # The fencing token (ADR 0001) on every reply to an agent and every poke: the term of the lease this
+        # launcher holds; 0 while it holds none (unfenced: agents accept it until they have seen a higher one).
+        self.epoch = 0
 
     # ---- users' requests ----------------------------------------------------------------------
 
@@ -284,6 +287,14 @@ class Launcher:
 
     # ---- agents -------------------------------------------------------------------------------
 
+    def lead(self, epoch: int) -> None:
+        """Act for the term ``epoch`` from now on (the Elector's ``on_elected``): every command carries it.
+        Terms only grow: an older one is a bug of the caller (ValueError)."""
+        if epoch < self.epoch:
+            raise ValueError(f"epoch: {epoch} is lower than the epoch this launcher acts for ({self.epoch})")
+        self.epoch = epoch
+        log.info("launcher acts for epoch=%d", epoch)
+
     def register(self, req: RegisterRequest) -> MasterReply:
         (reply,) = self.agent_batch([req])
         assert not isinstance(reply, NoNodeError)  # a registration makes its node
@@ -404,7 +415,7 @@ class Launcher:
 
     def _reply(self, commands: tuple[StartTask | StopTask, ...] = ()) -> MasterReply:
         c = self.config
-        return MasterReply(commands, c.heartbeat_seconds, c.node_timeout_seconds, c.fence_grace_seconds)
+        return MasterReply(commands, c.heartbeat_seconds, c.node_timeout_seconds, c.fence_grace_seconds, self.epoch)
 
     def _start_command(self, s: Session, job: Job, task: Task) -> StartTask:
         spec = sealing.unsealed(s, job.spec)  # its secrets, and what was rendered from them, in clear for the agent

@@ -23,6 +23,7 @@ from pai.domain.localpaths import AGENT_TOKEN_FILE, AGENT_WORK_DIR, Protected
 from pai.nodeagent.codefetch import DEFAULT_MAX_BYTES, CodeFetcher
 from pai.nodeagent.diskguard import DiskGuard
 from pai.nodeagent.docker_runtime import DockerRuntime, engine_answers
+from pai.nodeagent.epoch import EpochMark
 from pai.nodeagent.fence import spawn_watchdog
 from pai.nodeagent.health import DEFAULT_MIN_FREE_DISK_MB, HealthCheck, kinds, with_disk
 from pai.nodeagent.lease import Lease
@@ -115,6 +116,7 @@ class Agent:
         self.disk = DiskGuard(config.work_dir, self.log, self._disk_alarm)
         self._loop_ref: asyncio.AbstractEventLoop | None = None
         self._lease = Lease(config.work_dir, uuid.uuid4().hex, on_error=self.disk.failed)
+        self.epochs = EpochMark(config.work_dir, self.log, on_error=self.disk.failed)  # fencing deposed leaders
         self._watchdog: subprocess.Popen[bytes] | None = None
         self.node_timeout_seconds = config.node_timeout_seconds
         self.fence_grace_seconds = config.fence_grace_seconds
@@ -150,11 +152,13 @@ class Agent:
             state = self.paths.runtime_state(self.runtime_name)
             self._watchdog = spawn_watchdog(cfg.work_dir, self._lease.owner, state, self.runtime_name, cfg.docker_host,
                                             lease=self._lease)
-        metrics = NodeMetrics(cfg.name, self._resources, runtime, cfg.work_dir, lambda: dict(self.disk.failures))
+        metrics = NodeMetrics(cfg.name, self._resources, runtime, cfg.work_dir, lambda: dict(self.disk.failures),
+                              self.epochs)
         log_server = LogServer(self.paths, cfg.address, cfg.log_port, cfg.token, metrics.render)
         self.log_port = await log_server.start()
         self._client = MasterClient(cfg.master_url, cfg.token, cfg.request_timeout_seconds)
-        extra = {"master": cfg.master_url, "log_port": self.log_port, "runtime": self.runtime_name}
+        extra = {"master": cfg.master_url, "log_port": self.log_port, "runtime": self.runtime_name,
+                 "epoch": self.epochs.highest}
         self.log.info("agent started", extra=extra | {"resources": self._resources.total.describe()})
         engine = (lambda: engine_answers(cfg.docker_host)) if self.runtime_name == "docker" else None
         health = HealthCheck(cfg.work_dir, cfg.min_free_disk_mb, engine, self.disk.recent)
@@ -224,6 +228,8 @@ class Agent:
         while True:
             try:
                 async for poke in self._master.channel(self.config.name):
+                    if not self.epochs.admit_poke(poke):
+                        continue  # a deposed leader's
                     if not self.registered.is_set():
                         continue  # the loop registers first; its register reply carries the commands
                     self.log.debug("poked by the master", extra={"reason": poke.reason})
@@ -286,6 +292,10 @@ class Agent:
             await self.supervisor.stop_all(self.fence_grace_seconds, int(PlatformExit.NODE_LOST), reason)
 
     async def _apply(self, reply: MasterReply) -> None:
+        if not self.epochs.admit(reply.epoch, reply.commands):
+            # A deposed leader's: neither its commands run nor does its answer count as the master's for fencing
+            # (the leader hears nothing from this node, and will run its tasks elsewhere after the node timeout).
+            return
         self._fence_at = time.monotonic() + reply.node_timeout_seconds
         self.node_timeout_seconds, self.fence_grace_seconds = reply.node_timeout_seconds, reply.fence_grace_seconds
         self._lease.renew(self._fence_at, self.fence_grace_seconds)

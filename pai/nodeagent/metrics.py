@@ -16,6 +16,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from pai.nodeagent.epoch import EpochMark
 from pai.nodeagent.resources import GpuSample, NodeResources
 from pai.nodeagent.runtime import Runtime, TaskUsage
 from pai.protocol import GpuHealth
@@ -26,12 +27,14 @@ GPU_LABELS = ["node", "minor_number"]
 
 class NodeMetrics:
     def __init__(self, node: str, resources: NodeResources, runtime: Runtime, work_dir: Path,
-                 disk_failures: Callable[[], dict[tuple[str, str], int]] | None = None) -> None:
+                 disk_failures: Callable[[], dict[tuple[str, str], int]] | None = None,
+                 epochs: EpochMark | None = None) -> None:
         self.node = node
         self.resources = resources
         self.runtime = runtime
         self.work_dir = work_dir  # its disk holds the code, the logs and the tasks' work directories
         self.disk_failures = disk_failures  # (what, errno) -> writes that failed for want of disk (diskguard.py)
+        self.epochs = epochs  # the master's epoch seen, and the commands of deposed leaders refused (epoch.py)
 
     async def render(self) -> bytes:
         tasks = await self.runtime.usage()
@@ -39,7 +42,25 @@ class NodeMetrics:
         registry.register(_Scrape(self.node, self.resources.gpu_samples(), self.resources.gpu_health(), tasks))
         failures = self.disk_failures() if self.disk_failures is not None else {}
         registry.register(_Disk(self.node, self.work_dir, dict(failures)))
+        if self.epochs is not None:
+            registry.register(_Fencing(self.node, self.epochs.highest, dict(self.epochs.refused)))
         return generate_latest(registry)
+
+
+class _Fencing(Collector):
+    def __init__(self, node: str, highest: int, refused: dict[str, int]) -> None:
+        self.node, self.highest, self.refused = node, highest, refused
+
+    def collect(self) -> Iterator[Metric]:
+        epoch = GaugeMetricFamily("pai_node_master_epoch", "The highest epoch of the master's launcher this agent "
+                                  "has seen (0: none holds a lease)", labels=["node"])
+        epoch.add_metric([self.node], self.highest)
+        refused = CounterMetricFamily("pai_node_refused_commands", "Commands of a deposed master (an epoch lower "
+                                      "than the highest seen) the agent refused, since it started",
+                                      labels=["node", "type"])
+        for kind, count in sorted(self.refused.items()):
+            refused.add_metric([self.node, kind], count)
+        yield from (epoch, refused)
 
 
 class _Disk(Collector):

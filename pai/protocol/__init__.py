@@ -6,7 +6,10 @@ when one of its attempts starts or ends, and at once when the master pokes it; e
 ``MasterReply`` carrying the commands for that node. The agent also keeps a WebSocket open at
 ``/api/internal/agents/{node}/channel``, over which the master sends a ``Poke`` whenever a task of the
 node changed (bound, to be stopped). Every message carries ``version``; the master refuses a version it
-does not speak.
+does not speak. Fields are added with a default that old peers' messages mean (see ``messages``).
+
+Fencing (ADR 0001): every reply and every poke carries the launcher's ``epoch``; an agent refuses the
+commands of an epoch lower than the highest it has seen (``pai.nodeagent.epoch``).
 """
 
 from pai.protocol.exitcodes import PlatformExit

@@ -8,11 +8,24 @@ from typing import Any
 
 from pai.domain.resources import Resources
 
+# How the protocol grows: a field is added with a default, which is what a peer that predates it means (an older
+# agent or master leaves it out: ``from_dict`` reads it as the default), and every ``from_dict`` ignores the keys
+# it does not know (an older peer reads a newer one's message as it always did). ``PROTOCOL_VERSION`` changes
+# only when a message's meaning changes so that an older peer would act on it wrongly.
 PROTOCOL_VERSION = 1
 
 
 class ProtocolError(ValueError):
     """A message that does not follow this protocol version."""
+
+
+def _epoch(d: dict[str, Any]) -> int:
+    """A message's ``epoch`` (the sending launcher's term, the fencing token of ADR 0001): an integer >= 0;
+    absent, as from a master that predates it: 0 (unfenced)."""
+    epoch = d.get("epoch", 0)
+    if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+        raise ProtocolError(f"epoch: {epoch!r} is not an integer >= 0")
+    return epoch
 
 
 def _check_version(d: dict[str, Any]) -> None:
@@ -359,6 +372,9 @@ class MasterReply:
     # after ``fence_grace_seconds``): the master requeues them elsewhere only after that window.
     node_timeout_seconds: float = 30.0
     fence_grace_seconds: float = 5.0
+    # The launcher's epoch: an agent refuses the reply's commands when it has seen a higher one (a deposed
+    # leader's). 0: a launcher that holds no lease (unfenced), accepted while the agent has seen nothing higher.
+    epoch: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -367,6 +383,7 @@ class MasterReply:
             "heartbeatSeconds": self.heartbeat_seconds,
             "nodeTimeoutSeconds": self.node_timeout_seconds,
             "fenceGraceSeconds": self.fence_grace_seconds,
+            "epoch": self.epoch,
         }
 
     @classmethod
@@ -382,19 +399,21 @@ class MasterReply:
             else:
                 raise ProtocolError(f"unknown command type {kind!r}")
         return cls(tuple(cmds), float(d.get("heartbeatSeconds", 1.0)), float(d.get("nodeTimeoutSeconds", 30.0)),
-                   float(d.get("fenceGraceSeconds", 5.0)))
+                   float(d.get("fenceGraceSeconds", 5.0)), _epoch(d))
 
 
 @dataclass(frozen=True, slots=True)
 class Poke:
     """Pushed over the agent channel (``/api/internal/agents/{node}/channel``): the master has something for
     this node (a start, a stop). The agent answers with a heartbeat at once, whose reply carries the commands.
-    A poke carries no command itself, so a lost one loses nothing: the next heartbeat brings the same."""
+    A poke carries no command itself, so a lost one loses nothing: the next heartbeat brings the same. It carries
+    the launcher's epoch as a reply does: an agent ignores a poke of a deposed leader."""
 
     reason: str = "changed"
+    epoch: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"version": PROTOCOL_VERSION, "type": "poke", "reason": self.reason}
+        return {"version": PROTOCOL_VERSION, "type": "poke", "reason": self.reason, "epoch": self.epoch}
 
     @classmethod
     def from_dict(cls, d: Any) -> Poke:
@@ -403,4 +422,4 @@ class Poke:
         _check_version(d)
         if d.get("type") != "poke":
             raise ProtocolError(f"type: unknown channel message {d.get('type')!r}")
-        return cls(str(d.get("reason", "changed")))
+        return cls(str(d.get("reason", "changed")), _epoch(d))

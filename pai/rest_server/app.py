@@ -102,7 +102,7 @@ def make_app(config: MasterConfig) -> web.Application:
                           client_max_size=config.max_body_bytes, handler_args=parser)
     app.on_response_prepare.append(add_request_id)
     app[CONFIG] = config
-    app[CHANNELS] = AgentChannels()
+    app[CHANNELS] = AgentChannels(epoch=lambda: app[LAUNCHER].epoch)  # pokes are sent once the launcher is up
     app.on_shutdown.append(lambda a: a[CHANNELS].close())  # open WebSockets would hold the shutdown
     app.cleanup_ctx.extend([_database, _launcher_loop, _http_client])
     app.on_startup.append(freeze_heap)  # after the contexts above have started

@@ -5,7 +5,8 @@ The channel carries no command: a poke makes the agent heartbeat at once, and th
 the commands, computed from the agent's own report as always. So the heartbeat stays the one way commands
 and reports travel (and the one place they are reconciled); a poke that is lost (the socket dropped, the
 agent restarting) costs only the time to the next heartbeat, and an agent that (re)connects is poked at
-once, so it converges on what the master wants.
+once, so it converges on what the master wants. Every poke carries the launcher's epoch (``epoch``, read when it
+is sent), as the replies do: an agent ignores the pokes of a deposed leader.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from aiohttp import WSCloseCode, WSMsgType, web
 
@@ -26,12 +27,13 @@ PING_SECONDS = 10.0  # WebSocket pings find a dead peer; the agent's heartbeats 
 
 
 class AgentChannels:
-    def __init__(self) -> None:
+    def __init__(self, epoch: Callable[[], int] = lambda: 0) -> None:
         self._sockets: dict[str, set[web.WebSocketResponse]] = {}
+        self._epoch = epoch
 
     async def poke(self, nodes: Iterable[str], reason: str = "changed") -> None:
         """Poke the agents of ``nodes`` that have a channel open, all at once; a slow or dead one is skipped."""
-        text = json.dumps(Poke(reason).to_dict())
+        text = json.dumps(Poke(reason, self._epoch()).to_dict())
         sends = [self._send(node, ws, text) for node in nodes for ws in list(self._sockets.get(node, ()))]
         if sends:
             await asyncio.gather(*sends)
@@ -50,7 +52,7 @@ class AgentChannels:
         self._sockets.setdefault(node, set()).add(ws)
         log.info("agent channel open node=%s", node)
         try:
-            await self._send(node, ws, json.dumps(Poke("connected").to_dict()))  # converge at once
+            await self._send(node, ws, json.dumps(Poke("connected", self._epoch()).to_dict()))  # converge at once
             async for msg in ws:  # the agent sends nothing; this waits for the close
                 if msg.type is WSMsgType.ERROR:
                     break

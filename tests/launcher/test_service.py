@@ -274,3 +274,16 @@ def test_the_right_may_come_with_the_priority_class_and_goes_with_it(db: Databas
     with pytest.raises(ForbiddenUserError):
         launcher.set_priority(job.key, "test", user("bob"))
     assert launcher.set_priority(job.key, "test", User("root", admin=True)).spec.priority_class == "test"
+
+
+def test_every_reply_carries_the_epoch_the_launcher_acts_for_and_terms_only_grow(db: Database) -> None:
+    launcher = Launcher(db)
+    assert launcher.register(RegisterRequest(NodeInfo("n1", "127.0.0.5", Resources(0, 2, 1024)))).epoch == 0
+    launcher.lead(3)
+    assert launcher.epoch == 3
+    assert launcher.register(RegisterRequest(NodeInfo("n1", "127.0.0.5", Resources(0, 2, 1024)))).epoch == 3
+    first, quiet = launcher.heartbeat(HeartbeatRequest("n1")), launcher.heartbeat(HeartbeatRequest("n1"))
+    assert (first.epoch, quiet.epoch) == (3, 3)  # the second is answered from memory (launcher/heartbeats.py)
+    with pytest.raises(ValueError, match="epoch: 2 is lower than the epoch this launcher acts for \\(3\\)"):
+        launcher.lead(2)
+    assert launcher.epoch == 3

@@ -24,6 +24,7 @@ class FakeMaster:
     node_timeout_seconds: float = 30.0
     fence_grace_seconds: float = 5.0
     refuse_heartbeats: int = 0  # answer this many heartbeats 404 NoNodeError, as a restarted master would
+    epoch: int = 0  # the launcher's, on every reply and poke (0: unfenced)
     registers: list[RegisterRequest] = field(default_factory=list)
     heartbeats: list[HeartbeatRequest] = field(default_factory=list)
     authorizations: list[str | None] = field(default_factory=list)
@@ -36,7 +37,7 @@ class FakeMaster:
     async def poke(self) -> int:
         """Poke every agent channel open now; returns how many."""
         for ws in self._channels:
-            await ws.send_json(Poke().to_dict())
+            await ws.send_json(Poke(epoch=self.epoch).to_dict())
         return len(self._channels)
 
     async def _channel(self, request: web.Request) -> web.WebSocketResponse:
@@ -62,7 +63,8 @@ class FakeMaster:
 
     def _reply(self) -> web.Response:
         commands = self._queued.popleft() if self._queued else ()
-        reply = MasterReply(commands, self.heartbeat_seconds, self.node_timeout_seconds, self.fence_grace_seconds)
+        reply = MasterReply(commands, self.heartbeat_seconds, self.node_timeout_seconds, self.fence_grace_seconds,
+                            self.epoch)
         return web.json_response(reply.to_dict())
 
     async def _register(self, request: web.Request) -> web.Response:
