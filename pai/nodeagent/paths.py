@@ -5,6 +5,7 @@
 <work-dir>/runtime/<runtime name>/     the runtime's state (one file per attempt)
 <work-dir>/failed/<attempt_id>.json    attempts that failed before the runtime got them (code fetch)
 <work-dir>/cache/code/                 the per-node codeDir cache
+<work-dir>/epoch.json                  the highest launcher epoch seen (epoch.py)
 ```
 """
 
