@@ -1,11 +1,11 @@
 """``pai vc replay --from-master``: the live cluster as a replay starts from it, read over the master's REST API.
 
 Nodes come from ``GET /api/v2/nodes``, the VCs from ``GET /api/v2/virtual-clusters`` (each VC's configuration as
-the master holds it), active jobs from ``GET /api/v2/jobs?state=WAITING,RUNNING,STOPPING``, where each runs
-from its detail (``containerNodeName`` of every task) and what each task needs from its ``/config`` (normalized
-as the master does). Times become seconds relative to ``now`` (the replay's start). The master does not know how
-long a job will run: each running job is given ``live_duration`` more seconds, each waiting (or preempted) one
-``live_duration`` once started.
+the master holds it), active jobs (``JobState.is_active``) from ``GET /api/v2/jobs?state=WAITING,RUNNING,STOPPING``,
+where each runs from its detail (``containerNodeName`` of every task) and what each task needs from its ``/config``
+(normalized as the master does). Times become seconds relative to ``now`` (the replay's start). The master does not
+know how long a job will run: each running job is given ``live_duration`` more seconds, each waiting (or preempted)
+one ``live_duration`` once started.
 """
 
 from __future__ import annotations
@@ -19,14 +19,15 @@ from pai.domain.errors import InvalidParametersError, PaiError
 from pai.domain.jobspec import PRIORITY_CLASSES, JobSpec
 from pai.domain.limits import JobLimits
 from pai.domain.resources import Resources
+from pai.domain.states import JobState, TaskState
 from pai.jobspec.parse import parse_job
 from pai.vc.config import ClusterConfig, vc_config
 from pai.vc.replay import LiveJob
 from pai.vc.snapshot import NodeView, RunningJob, TaskRequest
 from pai.vc.trace import TraceJob
 
-ACTIVE = "WAITING,RUNNING,STOPPING"
-HOLDING = {"WAITING", "RUNNING", "STOPPING"}  # task states that hold their node's resources once placed
+ACTIVE = ",".join(s.value for s in JobState if s.is_active())
+HOLDING = frozenset(s.value for s in TaskState if s.holds_node())
 NO_LIMITS = JobLimits(tasks_per_role=10**6, tasks_per_job=10**7)
 
 
@@ -100,7 +101,7 @@ def _requests(spec: JobSpec) -> dict[tuple[str, int], TaskRequest]:
 
 def _placed(detail: Mapping[str, Any], tasks: Mapping[tuple[str, int], TaskRequest]
             ) -> tuple[tuple[TaskRequest, str], ...]:
-    """The tasks that hold resources on a node now, with the node."""
+    """The tasks that hold resources on a node now (placed, ``TaskState.holds_node``), with the node."""
     out: list[tuple[TaskRequest, str]] = []
     for role, body in (detail.get("taskRoles") or {}).items():
         for status in body.get("taskStatuses") or []:

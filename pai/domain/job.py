@@ -33,6 +33,10 @@ class Task:
     def with_state(self, new: TaskState, **changes: Any) -> Task:
         return replace(self, state=self.state.to(new), **changes)
 
+    def holds_node(self) -> bool:
+        """Whether this task holds resources on a node: it is placed and its state holds (``TaskState.holds_node``)."""
+        return self.node is not None and self.state.holds_node()
+
 
 @dataclass(frozen=True, slots=True)
 class Job:

@@ -19,8 +19,10 @@ class JobState(StrEnum):
         return self in _TERMINAL_JOB
 
     def is_active(self) -> bool:
-        """Holds (or may hold) resources on nodes."""
-        return self in (JobState.RUNNING, JobState.STOPPING)
+        """Not ended yet: waiting, running or being stopped. What the scheduler follows, what a node's heartbeat is
+        reconciled against, what keeps a VC from being removed. A WAITING job counts: it is queued, and one just
+        requeued may still have tasks STOPPING on their nodes."""
+        return not self.is_terminal()
 
     def to(self, new: JobState) -> JobState:
         if new is self:
@@ -41,6 +43,12 @@ class TaskState(StrEnum):
     def is_terminal(self) -> bool:
         return self in _TERMINAL_TASK
 
+    def holds_node(self) -> bool:
+        """A task in this state that has been placed holds its node's resources (GPUs, ports, CPU, memory): from its
+        placement (WAITING for its start), while it runs, and while it is being stopped, until its container is gone
+        (see ``Task.holds_node``)."""
+        return self in _HOLDING_TASK
+
     def to(self, new: TaskState) -> TaskState:
         if new is self:
             return self
@@ -51,6 +59,7 @@ class TaskState(StrEnum):
 
 _TERMINAL_JOB = frozenset({JobState.STOPPED, JobState.SUCCEEDED, JobState.FAILED})
 _TERMINAL_TASK = frozenset({TaskState.STOPPED, TaskState.SUCCEEDED, TaskState.FAILED})
+_HOLDING_TASK = frozenset({TaskState.WAITING, TaskState.RUNNING, TaskState.STOPPING})
 
 J = JobState
 JOB_TRANSITIONS: dict[JobState, frozenset[JobState]] = {

@@ -114,11 +114,9 @@ class Outcome(StrEnum):
     SUCCEED = "succeed"
 
 
-_LIVE = (TaskState.WAITING, TaskState.RUNNING, TaskState.STOPPING)
-
-
 def _live(t: Task) -> bool:
-    return t.state in _LIVE and t.attempt_id is not None
+    """A task with an attempt that has not ended (the states in which a placed task holds its node)."""
+    return t.state.holds_node() and t.attempt_id is not None
 
 
 # ---- the machine --------------------------------------------------------------------------------
@@ -203,7 +201,7 @@ def _started(job: Job, ev: Started, cmds: list[Command]) -> Job:
 
 def _exited(job: Job, ev: Exited, ids: IdSource, cmds: list[Command]) -> Job:
     t = _find(job, ev.attempt_id)
-    if t is None or t.state not in _LIVE:
+    if t is None or not t.state.holds_node():
         return job  # a repeated or stale report
     if t.state is TaskState.STOPPING:
         # We asked it to stop: it ends with the code we gave the stop (stopped, preempted, policy).

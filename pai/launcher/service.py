@@ -55,7 +55,6 @@ from pai.launcher.snapshot import (
     drain_message,
     draining_victims,
     hold_back,
-    holds_resources,
     usage_by_node,
 )
 from pai.launcher.usage import SAMPLE_SECONDS, NodeReport, UsageSampler, node_reports
@@ -487,7 +486,7 @@ class Launcher:
         for job in store_jobs.active_jobs_on(s, fenced):
             new = job
             for t in job.tasks:
-                if t.node in fenced and holds_resources(t) and t.attempt_id:
+                if t.node in fenced and t.holds_node() and t.attempt_id:
                     reason = (f"node {t.node} lost: no heartbeat for {fenced[t.node]:.0f}s; requeued once the "
                               f"fencing window had passed (node timeout {self.config.node_timeout_seconds:g}s + "
                               f"{self.config.fence_window_seconds:g}s), by which its agent had stopped the task")

@@ -15,16 +15,12 @@ from pai.vc import NodeView, PendingJob, RunningJob, Snapshot, TaskRequest, VcQu
 from pai.vc.policy import DEFAULT_CONFIG, SchedulerConfig
 
 
-def holds_resources(t: Task) -> bool:
-    return t.node is not None and t.state in (TaskState.WAITING, TaskState.RUNNING, TaskState.STOPPING)
-
-
 def usage_by_node(nodes: Iterable[Node], jobs: Iterable[Job]) -> dict[str, Resources]:
     """What the active tasks of ``jobs`` hold on each node (waiting jobs hold nothing)."""
     used = {n.name: Resources() for n in nodes}
     for job in jobs:
         for t in job.tasks:
-            if holds_resources(t) and t.node in used:
+            if t.holds_node() and t.node in used:
                 used[t.node] = used[t.node] + job.spec.role(t.role).resources
     return used
 
@@ -94,7 +90,7 @@ def as_running(job: Job, typical: float | None = None) -> RunningJob | None:
     """A RUNNING or STOPPING job as the scheduler sees it: what its tasks hold, whether it is leaving (being
     stopped, or its tasks preempted), and how long it should run (``typical``: as as_pending); None when no task
     holds anything."""
-    held = [t for t in job.tasks if holds_resources(t)]
+    held = [t for t in job.tasks if t.holds_node()]
     if not held:
         return None
     seconds, is_typical = _expected(job, typical)
@@ -138,7 +134,7 @@ def build_snapshot(
         if form is None:
             continue
         for t in job.tasks:
-            if holds_resources(t) and t.node in ports_used:
+            if t.holds_node() and t.node in ports_used:
                 ports_used[t.node] += sum(len(p) for p in t.ports.values())
         running.append(form)
     views = tuple(
@@ -165,7 +161,7 @@ def draining_victims(nodes: Iterable[Node], jobs: Iterable[Job]) -> list[Job]:
     return [
         j for j in jobs
         if j.state is JobState.RUNNING
-        and any(holds_resources(t) and t.node in draining and t.state is not TaskState.STOPPING for t in j.tasks)
+        and any(t.holds_node() and t.node in draining and t.state is not TaskState.STOPPING for t in j.tasks)
     ]
 
 

@@ -18,7 +18,6 @@ from pai.domain.node import Node
 from pai.domain.resources import ZERO, Resources
 from pai.domain.states import JobState, TaskState
 from pai.launcher import cluster
-from pai.launcher.snapshot import holds_resources
 from pai.store import nodes as store_nodes
 from pai.store import stats
 from pai.store.db import Database
@@ -42,14 +41,14 @@ def usage_by_vc(jobs: Iterable[Job], vcs: Iterable[str]) -> dict[str, VcUsage]:
     running = dict.fromkeys(used, 0)
     waiting = dict.fromkeys(used, 0)
     for job in jobs:
-        if job.vc not in used or job.state.is_terminal():
+        if job.vc not in used or not job.state.is_active():
             continue
         if job.state is JobState.WAITING:
             waiting[job.vc] += 1
             continue
         running[job.vc] += 1
         for t in job.tasks:
-            if holds_resources(t):
+            if t.holds_node():
                 used[job.vc] = used[job.vc] + job.spec.role(t.role).resources
     return {vc: VcUsage(used[vc], running[vc], waiting[vc]) for vc in used}
 
@@ -83,7 +82,7 @@ def node_reports(nodes: Iterable[Node], jobs: Iterable[Job]) -> list[NodeReport]
     tasks: dict[str, list[PlacedTask]] = {n.name: [] for n in nodes}
     for job in jobs:
         for t in job.tasks:
-            if holds_resources(t) and t.node in used:
+            if t.holds_node() and t.node in used:
                 used[t.node] = used[t.node] + job.spec.role(t.role).resources
                 tasks[t.node].append(PlacedTask(job.key, t.role, t.index, t.state, t.gpus))
     return [NodeReport(n, used[n.name], tuple(tasks[n.name])) for n in nodes]

@@ -26,7 +26,6 @@ from pai.store.keyring import Keyring
 from pai.store.schema import JobRow, TaskRow
 
 __all__ = [
-    "ACTIVE_STATES",
     "active_jobs",
     "active_jobs_on",
     "add_event",
@@ -48,8 +47,9 @@ __all__ = [
     "split_key",
 ]
 
-ACTIVE_STATES = (JobState.WAITING, JobState.RUNNING, JobState.STOPPING)
-HOLDING = (TaskState.WAITING, TaskState.RUNNING, TaskState.STOPPING)  # a placed task in these holds its node's room
+# The IN-lists of the rules, from the states' own (``JobState.is_active``, ``TaskState.holds_node``).
+_ACTIVE = [st.value for st in JobState if st.is_active()]
+_HOLDING = [st.value for st in TaskState if st.holds_node()]
 
 
 def split_key(key: str) -> tuple[str, str]:
@@ -170,7 +170,7 @@ def _kept(s: Session, rows: Sequence[JobRow]) -> Sequence[JobRow]:
 
 def active_jobs(s: Session) -> list[Job]:
     """Every WAITING, RUNNING or STOPPING job, oldest submission first."""
-    query = _select_jobs().where(JobRow.state.in_([st.value for st in ACTIVE_STATES]))
+    query = _select_jobs().where(JobRow.state.in_(_ACTIVE))
     return [_to_job(row) for row in _kept(s, s.scalars(query.order_by(JobRow.submitted_at, JobRow.id)).all())]
 
 
@@ -180,7 +180,7 @@ def active_jobs_on(s: Session, nodes: Collection[str]) -> list[Job]:
     if not nodes:
         return []
     on = select(TaskRow.job_id).where(TaskRow.node.in_(list(nodes)))
-    query = _select_jobs().where(JobRow.id.in_(on), JobRow.state.in_([st.value for st in ACTIVE_STATES]))
+    query = _select_jobs().where(JobRow.id.in_(on), JobRow.state.in_(_ACTIVE))
     return [_to_job(row) for row in _kept(s, s.scalars(query.order_by(JobRow.submitted_at, JobRow.id)).all())]
 
 
@@ -195,8 +195,8 @@ def held_tasks_on(s: Session, nodes: Collection[str]) -> list[Task]:
     """The tasks of active jobs placed on one of ``nodes`` that hold resources there (waiting for their start,
     running, stopping): the ports and GPUs a new placement must not take."""
     query = (select(TaskRow).join(JobRow, JobRow.id == TaskRow.job_id)
-             .where(TaskRow.node.in_(list(nodes)), TaskRow.state.in_([st.value for st in HOLDING]),
-                    JobRow.state.in_([st.value for st in ACTIVE_STATES])))
+             .where(TaskRow.node.in_(list(nodes)), TaskRow.state.in_(_HOLDING),
+                    JobRow.state.in_(_ACTIVE)))
     return [task_from_row(row) for row in s.scalars(query)]
 
 
