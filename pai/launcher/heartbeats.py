@@ -16,10 +16,30 @@ next heartbeat goes through the store, reconciles as always, and teaches the vie
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from pai.protocol.messages import ContainerStatus, HeartbeatRequest
+from pai.domain.states import TaskState
+from pai.protocol.messages import ContainerReport, ContainerStatus, HeartbeatRequest
+
+
+def all_running(reports: Sequence[ContainerReport], attempts: Collection[str]) -> bool:
+    """The quiet test: ``reports`` are exactly ``attempts``, each reported once and RUNNING."""
+    return (
+        len(reports) == len(attempts)
+        and all(r.status is ContainerStatus.RUNNING and r.attempt_id in attempts for r in reports)
+        and len({r.attempt_id for r in reports}) == len(attempts)
+    )
+
+
+def quiet_attempts(reports: Sequence[ContainerReport], expected: Mapping[str, TaskState],
+                   acted: bool) -> frozenset[str] | None:
+    """After the store handled a heartbeat: the attempts a quiet view of its node expects (``expected``: the
+    master's live attempts there and their states; ``acted``: the heartbeat made an event or a command), or None
+    when it needed something: it was acted on, or an expected attempt is not RUNNING on both sides."""
+    if acted or any(st is not TaskState.RUNNING for st in expected.values()) or not all_running(reports, expected):
+        return None
+    return frozenset(expected)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,14 +51,8 @@ class Quiet:
     attempts: frozenset[str]  # every one RUNNING, on the master's side and the agent's
 
     def matches(self, req: HeartbeatRequest) -> bool:
-        reports = req.containers
-        return (
-            len(reports) == len(self.attempts)
-            and all(r.status is ContainerStatus.RUNNING and r.attempt_id in self.attempts for r in reports)
-            and len({r.attempt_id for r in reports}) == len(self.attempts)
-            and req.problems == self.problems
-            and req.failed_gpus == self.failed_gpus
-        )
+        return (all_running(req.containers, self.attempts)
+                and req.problems == self.problems and req.failed_gpus == self.failed_gpus)
 
 
 class Heartbeats:

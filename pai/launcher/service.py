@@ -22,7 +22,6 @@ from pai.domain.limits import JobLimits
 from pai.domain.localpaths import master_paths
 from pai.domain.node import Node, NodeState
 from pai.domain.resources import Resources
-from pai.domain.states import TaskState
 from pai.domain.storage import Storage
 from pai.launcher import cluster, localpaths, logs, storages
 from pai.launcher.access import require_owner_or_admin
@@ -30,7 +29,7 @@ from pai.launcher.accounts import Accounts
 from pai.launcher.binding import BindingError, bind_task, ledgers
 from pai.launcher.directory import Directory
 from pai.launcher.env import task_env
-from pai.launcher.heartbeats import Heartbeats, Quiet
+from pai.launcher.heartbeats import Heartbeats, Quiet, quiet_attempts
 from pai.launcher.lifecycle import (
     Admitted,
     AttemptEnded,
@@ -62,7 +61,6 @@ from pai.protocol.exitcodes import PlatformExit
 from pai.protocol.messages import (
     AgentRequest,
     ContainerReport,
-    ContainerStatus,
     HeartbeatRequest,
     MasterReply,
     RegisterRequest,
@@ -397,8 +395,8 @@ class Launcher:
     def _sync_node(self, s: Session, node: str, reports: tuple[ContainerReport, ...], now: float,
                    on_nodes: NodeJobs) -> tuple[MasterReply, frozenset[str] | None]:
         """Reconcile ``node`` with its agent's report: the reply, and the attempts of a node that needed nothing
-        (every expected attempt running and reported as such, nothing else reported), else None. The jobs it
-        changes are left in ``on_nodes`` for the caller to save."""
+        (``heartbeats.quiet_attempts``), else None. The jobs it changes are left in ``on_nodes`` for the caller to
+        save."""
         jobs = on_nodes.jobs_on(node)
         expected = {a: jt for a, jt in live_attempts(jobs).items() if jt[1].node == node}
         plan = reconcile(reports, expected, now, self.config.grace_seconds)
@@ -407,10 +405,8 @@ class Launcher:
         reported = {r.attempt_id for r in reports}
         starts = [self._start_command(s, j, t) for j, t in pending_starts(node, on_nodes.jobs_on(node), reported)]
         commands: list[StartTask | StopTask] = [*plan.stops, *starts]
-        quiet = (not plan.events and not commands and reported == expected.keys()
-                 and all(t.state is TaskState.RUNNING for _, t in expected.values())
-                 and all(r.status is ContainerStatus.RUNNING for r in reports))
-        return self._reply(tuple(commands)), frozenset(reported) if quiet else None
+        states = {a: t.state for a, (_, t) in expected.items()}
+        return self._reply(tuple(commands)), quiet_attempts(reports, states, bool(plan.events or commands))
 
     def _reply(self, commands: tuple[StartTask | StopTask, ...] = ()) -> MasterReply:
         c = self.config

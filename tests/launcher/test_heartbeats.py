@@ -16,6 +16,7 @@ from pai.domain.jobspec import JobSpec, TaskRoleSpec
 from pai.domain.node import NodeState
 from pai.domain.resources import Resources
 from pai.domain.states import TaskState
+from pai.launcher.heartbeats import Quiet, quiet_attempts
 from pai.launcher.service import Launcher, LauncherConfig
 from pai.protocol import ContainerReport, ContainerStatus
 from pai.protocol.exitcodes import PlatformExit
@@ -273,3 +274,36 @@ def test_a_batch_is_one_transaction(tmp_path: Path) -> None:
         assert len(begins) == 1
         with db.session() as s:
             assert [n.problems for n in nodes.list_nodes(s)] == [("disk full",), ("disk full",)]
+
+
+def _req(*reports: tuple[str, ContainerStatus]) -> HeartbeatRequest:
+    return HeartbeatRequest("n1", tuple(ContainerReport(a, "alice~j", "w", 0, status) for a, status in reports))
+
+
+R, E = ContainerStatus.RUNNING, ContainerStatus.EXITED
+QUIET_CASES = [
+    # (name, reports, the master's live attempts on the node, acted on, the attempts a quiet view expects)
+    ("every expected attempt running and reported so", _req(("a", R), ("b", R)),
+     {"a": TaskState.RUNNING, "b": TaskState.RUNNING}, False, frozenset({"a", "b"})),
+    ("nothing expected, nothing reported", _req(), {}, False, frozenset()),
+    ("the heartbeat was acted on", _req(("a", R)), {"a": TaskState.RUNNING}, True, None),
+    ("an expected attempt is still WAITING on the master", _req(("a", R)), {"a": TaskState.WAITING}, False, None),
+    ("an expected attempt is STOPPING on the master", _req(("a", R)), {"a": TaskState.STOPPING}, False, None),
+    ("a reported container exited", _req(("a", E)), {"a": TaskState.RUNNING}, False, None),
+    ("an expected attempt is not reported", _req(("a", R)),
+     {"a": TaskState.RUNNING, "b": TaskState.RUNNING}, False, None),
+    ("an unknown attempt is reported", _req(("a", R), ("x", R)), {"a": TaskState.RUNNING}, False, None),
+    # The copies disagreed here: the store's side compared the set of reported ids and learnt {a}, a view that
+    # the very heartbeat it was learnt from does not match.
+    ("an attempt reported twice", _req(("a", R), ("a", R)), {"a": TaskState.RUNNING}, False, None),
+]
+
+
+@pytest.mark.parametrize(("req", "expected", "acted", "view"), [c[1:] for c in QUIET_CASES],
+                         ids=[c[0] for c in QUIET_CASES])
+def test_what_a_heartbeat_handled_by_the_store_teaches(req: HeartbeatRequest, expected: dict[str, TaskState],
+                                                       acted: bool, view: frozenset[str] | None) -> None:
+    learnt = quiet_attempts(req.containers, expected, acted)
+    assert learnt == view
+    if learnt is not None:  # a view learnt from a heartbeat is one that heartbeat matches
+        assert Quiet(req.failed_gpus, req.problems, learnt).matches(req)
