@@ -9,6 +9,7 @@ import click
 
 from pai.commands.logs import setup_logging
 from pai.domain.errors import PaiError
+from pai.domain.timing import FULL_PASS_SECONDS, GRACE_SECONDS
 from pai.jobspec.vcconfig import load_cluster_config
 from pai.launcher.service import LauncherConfig
 from pai.rest_server.config import MasterConfig
@@ -24,7 +25,7 @@ from pai.store.keyring import SecretKeyError
               help="Data directory (env PAI_DATA_DIR, default ~/.local/share/pai).")
 @click.option("--database-url", envvar="PAI_DATABASE_URL", default=None,
               help="SQLAlchemy URL (env PAI_DATABASE_URL); default SQLite in the data directory.")
-@click.option("--grace-seconds", default=10.0, show_default=True, type=float,
+@click.option("--grace-seconds", default=GRACE_SECONDS, show_default=True, type=float,
               help="How long a stopped or preempted task may take after SIGTERM before SIGKILL.")
 @click.option("--node-timeout", default=30.0, show_default=True, type=float,
               help="Seconds without a heartbeat before a node is LOST.")
@@ -35,7 +36,7 @@ from pai.store.keyring import SecretKeyError
               help="Largest request body accepted (a job spec); larger ones get 413.")
 @click.option("--fence-grace", default=5.0, show_default=True, type=float,
               help="How long a fenced task (its agent lost the master) gets between SIGTERM and SIGKILL.")
-@click.option("--full-pass-seconds", default=60.0, show_default=True, type=click.FloatRange(min=0.1),
+@click.option("--full-pass-seconds", default=FULL_PASS_SECONDS, show_default=True, type=click.FloatRange(min=0.1),
               help="How often the scheduler rebuilds its view from the store (passes in between are incremental).")
 @click.option("--list-processes", default=1, show_default=True, type=click.IntRange(min=0),
               help="Processes that read job lists of more than 1,000 jobs (0: the reader threads).")

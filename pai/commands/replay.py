@@ -14,8 +14,9 @@ import click
 from pai.cli.command import ClientCommand, connect
 from pai.commands.yamlfile import read_mapping
 from pai.domain.errors import PaiError
+from pai.domain.timing import FULL_PASS_SECONDS, GRACE_SECONDS
 from pai.vc.config import ClusterConfig, parse_config
-from pai.vc.replay import FULL_PASS_SECONDS, GRACE_SECONDS, LiveJob, Setup, replay
+from pai.vc.replay import LiveJob, Setup, replay
 from pai.vc.replay_report import Report, report
 from pai.vc.snapshot import NodeView
 from pai.vc.trace import Trace, TraceJob, parse_nodes, parse_trace, trace_lines

@@ -30,12 +30,11 @@ from typing import Any
 
 from pai.domain.job import Job
 from pai.domain.states import JobState
+from pai.domain.timing import FULL_PASS_SECONDS
 from pai.launcher.cluster import Cluster
 from pai.launcher.durations import TypicalDurations
 from pai.launcher.snapshot import as_pending, as_running, hold_back, unplaced
 from pai.vc import Decision, IncrementalScheduler, Snapshot, WaitingReason
-
-FULL_PASS_SECONDS = 60.0
 
 
 @dataclass

@@ -23,6 +23,7 @@ from pai.domain.localpaths import master_paths
 from pai.domain.node import Node, NodeState
 from pai.domain.resources import Resources
 from pai.domain.storage import Storage
+from pai.domain.timing import FULL_PASS_SECONDS, GRACE_SECONDS
 from pai.launcher import cluster, localpaths, logs, storages
 from pai.launcher.access import require_owner_or_admin
 from pai.launcher.accounts import Accounts
@@ -48,7 +49,7 @@ from pai.launcher.lifecycle import (
 from pai.launcher.logs import LogLocation
 from pai.launcher.metrics import LauncherMetrics
 from pai.launcher.reconcile import NodeJobs, pending_starts, reconcile
-from pai.launcher.scheduling import FULL_PASS_SECONDS, Scheduling
+from pai.launcher.scheduling import Scheduling
 from pai.launcher.snapshot import (
     build_snapshot,
     drain_message,
@@ -91,7 +92,7 @@ class StopResult:
 
 @dataclass(frozen=True, slots=True)
 class LauncherConfig:
-    grace_seconds: float = 10.0
+    grace_seconds: float = GRACE_SECONDS
     heartbeat_seconds: float = 1.0
     node_timeout_seconds: float = 30.0
     fence_grace_seconds: float = 5.0  # how long a fenced task gets between SIGTERM and SIGKILL

@@ -7,6 +7,7 @@ from enum import StrEnum
 from typing import Any
 
 from pai.domain.resources import Resources
+from pai.domain.timing import GRACE_SECONDS
 
 # How the protocol grows: a field is added with a default, which is what a peer that predates it means (an older
 # agent or master leaves it out: ``from_dict`` reads it as the default), and every ``from_dict`` ignores the keys
@@ -335,7 +336,7 @@ def _mapping_or_none(value: Any, name: str) -> dict[str, Any] | None:
 @dataclass(frozen=True, slots=True)
 class StopTask:
     attempt_id: str
-    grace_seconds: float = 10.0
+    grace_seconds: float = GRACE_SECONDS
     exit_code: int = -400  # the PlatformExit code the attempt ends with (stopped, preempted, ...)
     reason: str = "stopped"
 
@@ -353,7 +354,7 @@ class StopTask:
         try:
             return cls(
                 str(d["attemptId"]),
-                float(d.get("graceSeconds", 10.0)),
+                float(d.get("graceSeconds", GRACE_SECONDS)),
                 int(d.get("exitCode", -400)),
                 str(d.get("reason", "stopped")),
             )

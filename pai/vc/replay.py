@@ -1,7 +1,7 @@
 """Trace replay: a workload through the production scheduling path, in simulated time.
 
-The launcher keeps one ``IncrementalScheduler`` between passes and runs a full pass every
-``FULL_PASS_SECONDS`` (60 s); the replay does the same. Time moves from event to event (a heap of arrivals,
+The launcher keeps one ``IncrementalScheduler`` between passes and runs a full pass every ``FULL_PASS_SECONDS``
+(``pai.domain.timing``); the replay does the same. Time moves from event to event (a heap of arrivals,
 completions and the exits of preempted jobs); the events of one instant are applied together and followed by one
 pass; while jobs wait, a full pass also runs every ``full_pass_seconds`` without an event, as the launcher's
 (reservations and minimum run times depend on the clock). A pass's decision is carried out at once: admitted
@@ -19,15 +19,13 @@ from dataclasses import dataclass, field, replace
 
 from pai.domain.errors import InvalidParametersError
 from pai.domain.resources import Resources
+from pai.domain.timing import FULL_PASS_SECONDS, GRACE_SECONDS
 from pai.vc.config import ClusterConfig
 from pai.vc.incremental import IncrementalScheduler
 from pai.vc.quota import cluster_total
 from pai.vc.replay_log import Attempt, JobOutcome, ReplayLog
 from pai.vc.snapshot import Decision, NodeView, PendingJob, RunningJob, Snapshot
 from pai.vc.trace import TraceJob
-
-FULL_PASS_SECONDS = 60.0  # pai.launcher.scheduling.FULL_PASS_SECONDS
-GRACE_SECONDS = 10.0  # the launcher's default grace between SIGTERM and kill
 
 _ARRIVE, _FINISH, _EXIT = 0, 1, 2
 

@@ -239,9 +239,17 @@ def test_an_empty_trace_replays_to_nothing() -> None:
 
 
 def test_the_replay_keeps_the_launchers_timing() -> None:
-    """pai.vc may not import the launcher: the replay's copies of its defaults must follow them."""
-    from pai.launcher.scheduling import FULL_PASS_SECONDS as LAUNCHER_FULL_PASS
+    """The replay, the launcher, the master's options and the stop command take their defaults from one place."""
+    from pai.commands.master import master
+    from pai.domain.timing import FULL_PASS_SECONDS, GRACE_SECONDS
+    from pai.launcher.scheduling import Scheduling
     from pai.launcher.service import LauncherConfig
-    from pai.vc.replay import FULL_PASS_SECONDS, GRACE_SECONDS
+    from pai.protocol.messages import StopTask
 
-    assert (LAUNCHER_FULL_PASS, LauncherConfig().grace_seconds) == (FULL_PASS_SECONDS, GRACE_SECONDS)
+    options = {p.name: p.default for p in master.params}
+    setup = Setup(nodes=(), jobs=())
+    assert (setup.full_pass_seconds, setup.grace_seconds) == (FULL_PASS_SECONDS, GRACE_SECONDS)
+    assert (LauncherConfig().full_pass_seconds, LauncherConfig().grace_seconds) == (FULL_PASS_SECONDS, GRACE_SECONDS)
+    assert Scheduling().full_pass_seconds == FULL_PASS_SECONDS
+    assert (options["full_pass_seconds"], options["grace_seconds"]) == (FULL_PASS_SECONDS, GRACE_SECONDS)
+    assert StopTask("a").grace_seconds == StopTask.from_dict({"attemptId": "a"}).grace_seconds == GRACE_SECONDS
