@@ -75,10 +75,10 @@ class StoreThread:
 
     def _after_reads(self, before: int, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
         """Reads go first. Every thread shares the interpreter lock, and a reader gives it up at every row it
-        fetches: with the writer busy (a burst of submissions) a 5 ms page then waits up to a switch interval
-        (5 ms) for it each time. So the writer, and the threads parsing submissions, let the reads in flight when
-        they are given work finish before they start it, waiting at most ``read_priority`` seconds; reads begun
-        after that do not hold them up, so a stream of reads cannot starve the writer."""
+        fetches: with the writer busy (a burst of submissions) a short page then waits up to a switch interval
+        (``sys.getswitchinterval()``) for it each time. So the writer, and the threads parsing submissions, let the
+        reads in flight when they are given work finish before they start it, waiting at most ``read_priority``
+        seconds; reads begun after that do not hold them up, so a stream of reads cannot starve the writer."""
         with self._reads_lock:
             self._reads_lock.wait_for(lambda: not self._reads_running or min(self._reads_running) > before,
                                       timeout=self.read_priority)

@@ -2,9 +2,9 @@
 
 Every thread of a process shares one interpreter lock. During a burst of submissions the master's writer thread
 (parsing, storing and scheduling every job) holds it most of the time, so a read on one of the master's reader
-threads waits for it at every step: a 3 ms page of the job list took 18-22 ms at p99 (bench/api_lists.py, 3,000
-submissions on 2 cores), and neither giving reads priority on the writer thread nor running the burst's clients at
-a lower CPU priority closed that gap. A process has its own lock.
+threads waits for it at every step: a short page of the job list took several times its idle time at p99
+(bench/api_lists.py; the figures: docs/architecture.md), and neither giving reads priority on the writer thread nor
+running the burst's clients at a lower CPU priority closed that gap. A process has its own lock.
 
 So ``pai master`` runs the master behind a front (unless ``--no-front``): the front listens on the public address
 and answers the reads that users and the dashboard poll (the routes marked ``FRONT`` in the route table: job

@@ -2,9 +2,9 @@
 the generations of the master's caches.
 
 Handed over. A request that writes (a submission, a stop, an agent's heartbeat) or opens a WebSocket is the
-master's to answer. Passing it through costs the front's event loop about 0.8 ms a request, and during a burst the
-master's answers come back many at once: a page of the job list queued behind them took 18 ms at p99 instead of 7
-(``bench/api_lists.py``, 3,000 submissions). So the front hands the connection itself to the master: its socket
+master's to answer. Passing it through costs the front's event loop time on every request, and during a burst the
+master's answers come back many at once, with a page of the job list queued behind them (``bench/api_lists.py``;
+the figures: docs/architecture.md). So the front hands the connection itself to the master: its socket
 (``SCM_RIGHTS`` on the SOCK_SEQPACKET socket ``master.handoff``) with the request's bytes as the front read them,
 and closes its own copy. The master serves that connection from then on as if it had accepted it: the answer, the
 requests that follow on it, a WebSocket's frames. The front passes a request through instead when it cannot hand

@@ -10,8 +10,7 @@ from aiohttp import web
 async def freeze_heap(app: web.Application) -> None:
     """``on_startup``, after the app's contexts have started. Keep what start-up built (modules, SQLAlchemy's
     metadata and caches, the first scheduling view) out of the cyclic garbage collector's scans: a full collection
-    otherwise walks all of it and holds every thread of the process (measured in the master: 60-75 ms every 1-2 s
-    during a burst of submissions; in the front: 60-70 ms of one paged list's 80 ms during a burst), which is what a
-    request waiting behind it pays."""
+    otherwise walks all of it and holds every thread of the process, which is what a request waiting behind it pays
+    (measured: docs/architecture.md)."""
     gc.collect()
     gc.freeze()

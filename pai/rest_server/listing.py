@@ -1,7 +1,7 @@
 """The job list, read and rendered to JSON; a long one in a process of its own.
 
 Every thread of the master shares one interpreter lock. A list of thousands of summaries is Python work from its
-first row to its last byte of JSON (~150 ms for OpenPAI's default of 5,000 on 2 cores): on a reader thread it
+first row to its last byte of JSON (OpenPAI's default asks for 5,000; docs/architecture.md): on a reader thread it
 holds the lock the writer thread and the event loop need, and while the writer is busy (a burst of submissions)
 it waits for the lock in turn. So a list that may hold more than ``IN_PROCESS_LIMIT`` jobs is read by one of
 ``processes`` list processes (each with its own connection, forked from a fork server that has imported what

@@ -14,8 +14,7 @@ substring of the name) of three characters or more is first counted in its trigr
 none, and the page is empty; a few (up to ``SPARSE``), and the page's ids come from the index; many, and the page
 walks the list's order, testing each name (the ``(submitted_at, id, name)`` index holds it), and fills after a few
 entries. The count of a keyword alone is the index's; with other filters it is counted within their index ranges.
-A shorter keyword has no trigram: it is always the walk, and its count reads every name (~30 ms per 100,000 jobs
-on SQLite).
+A shorter keyword has no trigram: it is always the walk, and its count reads every name (its cost: docs/api.md).
 """
 
 from __future__ import annotations
