@@ -1,4 +1,4 @@
-"""What each job and task state means: ended, active, holding its node. One table per rule, every state named."""
+"""What each job and task state means: ended, active (a job), holding its node (a task)."""
 
 from __future__ import annotations
 
@@ -10,34 +10,24 @@ from pai.domain.states import JobState, TaskState
 J, T = JobState, TaskState
 
 
-@pytest.mark.parametrize(("state", "terminal", "active"), [
-    pytest.param(J.WAITING, False, True, id="WAITING: queued, or requeued with tasks still stopping"),
-    pytest.param(J.RUNNING, False, True, id="RUNNING"),
-    pytest.param(J.STOPPING, False, True, id="STOPPING"),
-    pytest.param(J.STOPPED, True, False, id="STOPPED"),
-    pytest.param(J.SUCCEEDED, True, False, id="SUCCEEDED"),
-    pytest.param(J.FAILED, True, False, id="FAILED"),
+@pytest.mark.parametrize(("name", "terminal", "job_active", "task_holds"), [
+    pytest.param("WAITING", False, True, True, id="WAITING: a job queued (or requeued, tasks still stopping); "
+                                                  "a task placed, its start on the way"),
+    pytest.param("RUNNING", False, True, True, id="RUNNING"),
+    pytest.param("STOPPING", False, True, True, id="STOPPING: until every container is gone"),
+    pytest.param("STOPPED", True, False, False, id="STOPPED"),
+    pytest.param("SUCCEEDED", True, False, False, id="SUCCEEDED"),
+    pytest.param("FAILED", True, False, False, id="FAILED"),
 ])
-def test_a_job_is_active_until_it_ends(state: JobState, terminal: bool, active: bool) -> None:
-    assert state.is_terminal() is terminal
-    assert state.is_active() is active
+def test_what_a_state_means(name: str, terminal: bool, job_active: bool, task_holds: bool) -> None:
+    job, task = JobState(name), TaskState(name)
+    assert (job.is_terminal(), job.is_active()) == (terminal, job_active)
+    assert (task.is_terminal(), task.holds_node()) == (terminal, task_holds)
 
 
-def test_every_job_state_is_in_the_table() -> None:
-    assert {s for s in J if s.is_active()} == {J.WAITING, J.RUNNING, J.STOPPING}
-
-
-@pytest.mark.parametrize(("state", "terminal", "holds"), [
-    pytest.param(T.WAITING, False, True, id="WAITING: placed, its start on the way"),
-    pytest.param(T.RUNNING, False, True, id="RUNNING"),
-    pytest.param(T.STOPPING, False, True, id="STOPPING: until its container is gone"),
-    pytest.param(T.STOPPED, True, False, id="STOPPED"),
-    pytest.param(T.SUCCEEDED, True, False, id="SUCCEEDED"),
-    pytest.param(T.FAILED, True, False, id="FAILED"),
-])
-def test_a_task_state_holds_its_node_until_the_task_ends(state: TaskState, terminal: bool, holds: bool) -> None:
-    assert state.is_terminal() is terminal
-    assert state.holds_node() is holds
+def test_the_table_names_every_state() -> None:
+    assert {s.value for s in J} == {s.value for s in T} == {"WAITING", "RUNNING", "STOPPING", "STOPPED", "SUCCEEDED",
+                                                             "FAILED"}
 
 
 @pytest.mark.parametrize(("node", "state", "holds"), [
