@@ -5,6 +5,10 @@ an attempt's exit triggers a heartbeat at once. When the master cannot be reache
 backoff and registers again; it never gives up and never crashes on the master's account. But once it has
 had no reply for the node timeout it fences: it stops its tasks, because the master is about to requeue them
 elsewhere (see ``fence.py``, which also covers an agent that dies).
+
+Given several masters, the agent follows the leader (``masters.py``): a standby's NotLeaderError or a master out
+of reach sends it to another one, where it registers again with its running attempts; its tasks keep running,
+and only a real answer of a master renews the fencing timer.
 """
 
 from __future__ import annotations
@@ -31,7 +35,8 @@ from pai.nodeagent.logcap import DEFAULT_MAX_LOG_MB, DEFAULT_MAX_TASK_LOG_MB
 from pai.nodeagent.logfmt import bind
 from pai.nodeagent.logserver import LogServer
 from pai.nodeagent.logwatch import LogWatch
-from pai.nodeagent.master_client import MasterClient, MasterRefusedError, MasterUnavailableError
+from pai.nodeagent.master_client import MasterClient, MasterRefusedError, MasterUnavailableError, NotLeaderError
+from pai.nodeagent.masters import Masters, Move
 from pai.nodeagent.metrics import NodeMetrics
 from pai.nodeagent.paths import AgentPaths
 from pai.nodeagent.process_runtime import ProcessRuntime
@@ -56,7 +61,7 @@ FENCE_POLL_SECONDS = 0.5
 
 @dataclass(frozen=True, slots=True)
 class AgentConfig:
-    master_url: str
+    masters: tuple[str, ...]  # the masters' base URLs; the agent follows the leader among them (masters.py)
     name: str
     address: str
     work_dir: Path
@@ -112,6 +117,8 @@ class Agent:
         self._supervisor: Supervisor | None = None
         self._resources: NodeResources | None = None
         self._client: MasterClient | None = None
+        self.masters = Masters(config.masters)
+        self._listening: asyncio.Task[float] | None = None  # the channel to the current master (and its backoff)
         # Writes that fail for want of disk: one line per kind, and the node unhealthy at once (diskguard.py).
         self.disk = DiskGuard(config.work_dir, self.log, self._disk_alarm)
         self._loop_ref: asyncio.AbstractEventLoop | None = None
@@ -153,11 +160,11 @@ class Agent:
             self._watchdog = spawn_watchdog(cfg.work_dir, self._lease.owner, state, self.runtime_name, cfg.docker_host,
                                             lease=self._lease)
         metrics = NodeMetrics(cfg.name, self._resources, runtime, cfg.work_dir, lambda: dict(self.disk.failures),
-                              self.epochs)
+                              self.epochs, lambda: self.masters.current)
         log_server = LogServer(self.paths, cfg.address, cfg.log_port, cfg.token, metrics.render)
         self.log_port = await log_server.start()
-        self._client = MasterClient(cfg.master_url, cfg.token, cfg.request_timeout_seconds)
-        extra = {"master": cfg.master_url, "log_port": self.log_port, "runtime": self.runtime_name,
+        self._client = MasterClient(self.masters.current, cfg.token, cfg.request_timeout_seconds)
+        extra = {"master": ",".join(self.masters.urls), "log_port": self.log_port, "runtime": self.runtime_name,
                  "epoch": self.epochs.highest}
         self.log.info("agent started", extra=extra | {"resources": self._resources.total.describe()})
         engine = (lambda: engine_answers(cfg.docker_host)) if self.runtime_name == "docker" else None
@@ -199,6 +206,7 @@ class Agent:
     async def _loop(self) -> None:
         backoff = self.config.backoff_seconds
         while True:
+            move: Move | None = None
             try:
                 await self._apply(await self._master.register(self._register_request()))
                 self.log.info("registered with the master", extra={"heartbeat": self.heartbeat_seconds})
@@ -207,8 +215,15 @@ class Agent:
                 while True:
                     await self._pause(self.heartbeat_seconds)
                     await self._apply(await self._master.heartbeat(self._heartbeat_request()))
+            except NotLeaderError as e:
+                move = self.masters.after(leader=e.leader)
+                if move.url == self._master.base_url:  # the only master known: wait for one to lead
+                    self.log.warning("the master is a standby and names no leader",
+                                     extra={"master": move.url, "retry_in": round(backoff, 2)})
             except MasterUnavailableError as e:
-                self.log.warning("master unavailable", extra={"error": e.cause, "retry_in": round(backoff, 2)})
+                self.log.warning("master unavailable", extra={"master": self._master.base_url, "error": e.cause,
+                                                              "retry_in": round(backoff, 2)})
+                move = self.masters.after(unreachable=True)
             except MasterRefusedError as e:
                 extra = {"status": e.status, "code": e.code, "error": e.message, "retry_in": round(backoff, 2)}
                 if e.status == 401:
@@ -217,30 +232,56 @@ class Agent:
             except Exception:  # a bug here must not take the node's tasks down with the agent
                 self.log.exception("agent loop failed", extra={"retry_in": round(backoff, 2)})
             self.registered.clear()
+            if move is not None:
+                self._follow(move)
+                if move.at_once:
+                    continue
             await asyncio.sleep(backoff * random.uniform(0.8, 1.2))
             # Never wait so long that a master back from an outage declares this node lost meanwhile.
             backoff = min(backoff * 2, self.config.max_backoff_seconds, self.node_timeout_seconds / 5)
 
+    def _follow(self, move: Move) -> None:
+        """Talk to ``move.url`` from now on: requests and the channel. The tasks and the fencing timer stay."""
+        previous = self._master.base_url
+        if move.url == previous:
+            return
+        self._master.base_url = move.url
+        self.log.warning("following master", extra={"url": move.url, "from": previous, "reason": move.reason.value})
+        if self._listening is not None:
+            self._listening.cancel()  # the channel opens to the new master at once
+
     async def _channel_watch(self) -> None:
-        """Keep the agent channel open: every poke of the master is a heartbeat now (its reply carries the
-        commands). Without the channel the agent still works, at the pace of its heartbeats."""
+        """Keep the agent channel to the current master open: every poke of the master is a heartbeat now (its
+        reply carries the commands). Without the channel the agent still works, at the pace of its heartbeats.
+        When the agent moves to another master, :meth:`_follow` cancels the listening, and it starts over there."""
         backoff = self.config.backoff_seconds
         while True:
+            self._listening = asyncio.create_task(self._listen(backoff))
             try:
-                async for poke in self._master.channel(self.config.name):
-                    if not self.epochs.admit_poke(poke):
-                        continue  # a deposed leader's
-                    if not self.registered.is_set():
-                        continue  # the loop registers first; its register reply carries the commands
-                    self.log.debug("poked by the master", extra={"reason": poke.reason})
-                    backoff = self.config.backoff_seconds
-                    self._wake.set()
-            except (MasterUnavailableError, MasterRefusedError) as e:
-                self.log.debug("agent channel unavailable", extra={"error": str(e), "retry_in": round(backoff, 2)})
-            except Exception:  # the channel is an accelerator: never let it take the agent down
-                self.log.exception("agent channel failed", extra={"retry_in": round(backoff, 2)})
-            await asyncio.sleep(backoff * random.uniform(0.8, 1.2))
-            backoff = min(backoff * 2, self.config.max_backoff_seconds, self.node_timeout_seconds / 5)
+                backoff = await self._listening
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise  # the agent stops
+                backoff = self.config.backoff_seconds  # moved to another master
+
+    async def _listen(self, backoff: float) -> float:
+        """The channel to the current master until it closes or fails, then the backoff; the next backoff."""
+        try:
+            async for poke in self._master.channel(self.config.name):
+                if not self.epochs.admit_poke(poke):
+                    continue  # a deposed leader's
+                if not self.registered.is_set():
+                    continue  # the loop registers first; its register reply carries the commands
+                self.log.debug("poked by the master", extra={"reason": poke.reason})
+                backoff = self.config.backoff_seconds
+                self._wake.set()
+        except (MasterUnavailableError, MasterRefusedError) as e:
+            self.log.debug("agent channel unavailable", extra={"error": str(e), "retry_in": round(backoff, 2)})
+        except Exception:  # the channel is an accelerator: never let it take the agent down
+            self.log.exception("agent channel failed", extra={"retry_in": round(backoff, 2)})
+        await asyncio.sleep(backoff * random.uniform(0.8, 1.2))
+        return min(backoff * 2, self.config.max_backoff_seconds, self.node_timeout_seconds / 5)
 
     async def _pause(self, seconds: float) -> None:
         """Wait for the next heartbeat: ``seconds``, or less when an attempt starts or ends or the master pokes.
@@ -296,6 +337,7 @@ class Agent:
             # A deposed leader's: neither its commands run nor does its answer count as the master's for fencing
             # (the leader hears nothing from this node, and will run its tasks elsewhere after the node timeout).
             return
+        self.masters.answered()
         self._fence_at = time.monotonic() + reply.node_timeout_seconds
         self.node_timeout_seconds, self.fence_grace_seconds = reply.node_timeout_seconds, reply.fence_grace_seconds
         self._lease.renew(self._fence_at, self.fence_grace_seconds)

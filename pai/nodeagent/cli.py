@@ -15,6 +15,7 @@ from pai.nodeagent.codefetch import DEFAULT_MAX_BYTES
 from pai.nodeagent.health import DEFAULT_MIN_FREE_DISK_MB
 from pai.nodeagent.logcap import DEFAULT_MAX_LOG_MB, DEFAULT_MAX_TASK_LOG_MB
 from pai.nodeagent.logfmt import configure
+from pai.nodeagent.masters import parse_urls
 
 
 def _labels(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
@@ -27,8 +28,17 @@ def _labels(ctx: click.Context, param: click.Parameter, values: tuple[str, ...])
     return labels
 
 
+def _masters(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    try:
+        parse_urls(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e), ctx=ctx, param=param) from e
+    return value
+
+
 @click.command("agent")
-@click.option("--master", "master_url", envvar="PAI_MASTER_URL", required=True, help="The master's base URL.")
+@click.option("--master", "master_url", envvar="PAI_MASTER_URL", required=True, callback=_masters,
+              help="The masters' base URLs, comma-separated: the agent follows the leader among them.")
 @click.option("--name", default=socket.gethostname, show_default="host name", help="This node's name.")
 @click.option("--address", default="127.0.0.1", show_default=True, help="IP the tasks and the log server use.")
 @click.option("--gpus", type=click.IntRange(min=0), help="GPU count (default: detected by NVML, else 0).")
@@ -94,7 +104,7 @@ def agent(
         raise click.UsageError("the master's agent token is required: --token, PAI_AGENT_TOKEN or --token-file "
                                "(the master keeps it in <data-dir>/agent-token)")
     config = AgentConfig(
-        master_url=master_url,
+        masters=parse_urls(master_url),
         name=name,
         address=address,
         work_dir=work_dir or Path.home() / ".pai" / "agent" / name,

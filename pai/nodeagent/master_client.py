@@ -1,5 +1,9 @@
 """HTTP to the master: register and heartbeat, JSON bodies, ``Authorization: Bearer <token>``; and the agent
-channel, a WebSocket over which the master pokes the agent (pai.protocol.Poke)."""
+channel, a WebSocket over which the master pokes the agent (pai.protocol.Poke).
+
+One client talks to one master at a time, :attr:`MasterClient.base_url`; the agent points it at another master
+when it moves (``masters.py``). A standby answers 503 ``{"code": "NotLeaderError", "leader": URL | null}``:
+raised as :class:`NotLeaderError`, which names the leader."""
 
 from __future__ import annotations
 
@@ -34,6 +38,14 @@ class MasterRefusedError(Exception):
         self.status = status
         self.code = code
         self.message = message
+
+
+class NotLeaderError(MasterRefusedError):
+    """The master is a standby: 503 NotLeaderError, with the leader's URL (None while no master leads)."""
+
+    def __init__(self, url: str, message: str, leader: str | None) -> None:
+        super().__init__(url, 503, "NotLeaderError", message)
+        self.leader = leader
 
 
 class MasterClient:
@@ -78,8 +90,7 @@ class MasterClient:
         try:
             async with self._session.post(url, json=body) as resp:
                 if resp.status >= 400:
-                    code, message = await _error_of(resp)
-                    raise MasterRefusedError(url, resp.status, code, message)
+                    raise await _error_of(url, resp)
                 data = await resp.json(content_type=None)
         except (aiohttp.ClientError, TimeoutError) as e:
             raise MasterUnavailableError(url, str(e) or type(e).__name__) from e
@@ -93,12 +104,16 @@ class MasterClient:
             raise MasterRefusedError(url, 200, "BadReply", str(e)) from e
 
 
-async def _error_of(resp: aiohttp.ClientResponse) -> tuple[str, str]:
+async def _error_of(url: str, resp: aiohttp.ClientResponse) -> MasterRefusedError:
     text = await resp.text()
     try:
         body = await resp.json(content_type=None)
     except ValueError:
         body = None
-    if isinstance(body, dict):
-        return str(body.get("code", f"HTTP{resp.status}")), str(body.get("message", text))
-    return f"HTTP{resp.status}", text[:500]
+    if not isinstance(body, dict):
+        return MasterRefusedError(url, resp.status, f"HTTP{resp.status}", text[:500])
+    code, message = str(body.get("code", f"HTTP{resp.status}")), str(body.get("message", text))
+    if resp.status == 503 and code == "NotLeaderError":
+        leader = body.get("leader")
+        return NotLeaderError(url, message, leader if isinstance(leader, str) and leader else None)
+    return MasterRefusedError(url, resp.status, code, message)

@@ -28,13 +28,14 @@ GPU_LABELS = ["node", "minor_number"]
 class NodeMetrics:
     def __init__(self, node: str, resources: NodeResources, runtime: Runtime, work_dir: Path,
                  disk_failures: Callable[[], dict[tuple[str, str], int]] | None = None,
-                 epochs: EpochMark | None = None) -> None:
+                 epochs: EpochMark | None = None, master: Callable[[], str] | None = None) -> None:
         self.node = node
         self.resources = resources
         self.runtime = runtime
         self.work_dir = work_dir  # its disk holds the code, the logs and the tasks' work directories
         self.disk_failures = disk_failures  # (what, errno) -> writes that failed for want of disk (diskguard.py)
         self.epochs = epochs  # the master's epoch seen, and the commands of deposed leaders refused (epoch.py)
+        self.master = master  # the master the agent talks to now (masters.py)
 
     async def render(self) -> bytes:
         tasks = await self.runtime.usage()
@@ -44,7 +45,20 @@ class NodeMetrics:
         registry.register(_Disk(self.node, self.work_dir, dict(failures)))
         if self.epochs is not None:
             registry.register(_Fencing(self.node, self.epochs.highest, dict(self.epochs.refused)))
+        if self.master is not None:
+            registry.register(_Master(self.node, self.master()))
         return generate_latest(registry)
+
+
+class _Master(Collector):
+    def __init__(self, node: str, url: str) -> None:
+        self.node, self.url = node, url
+
+    def collect(self) -> Iterator[Metric]:
+        family = GaugeMetricFamily("pai_node_master_info", "1 for the master this agent talks to now (it follows "
+                                   "the leader among the masters it was given)", labels=["node", "url"])
+        family.add_metric([self.node, self.url], 1)
+        yield family
 
 
 class _Fencing(Collector):

@@ -17,6 +17,7 @@ import pytest
 from pai.nodeagent import logcap, process_group
 from pai.nodeagent.agent import Agent, AgentConfig
 from pai.nodeagent.logfmt import fields_of
+from pai.nodeagent.masters import parse_urls
 from pai.nodeagent.paths import LogStream
 from pai.nodeagent.process_runtime import ProcessRuntime
 from pai.nodeagent.resources import Nvml
@@ -37,7 +38,7 @@ async def master() -> AsyncIterator[FakeMaster]:
 
 def config(tmp_path: Path, master_url: str, **changes: Any) -> AgentConfig:
     base = AgentConfig(
-        master_url=master_url,
+        masters=parse_urls(master_url),
         name="worker-1",
         address="127.0.0.1",
         work_dir=tmp_path / "agent",
