@@ -1,4 +1,7 @@
-"""A real aiohttp server playing the master's agent API: records requests, replies with queued commands."""
+"""A real aiohttp server playing the master's agent API: records requests, replies with queued commands.
+
+With ``standby`` set it plays a standby master (issue 27): every agent endpoint answers 503 NotLeaderError naming
+``leader`` (None: no master leads), as the contract between the master and the agents says."""
 
 from __future__ import annotations
 
@@ -25,6 +28,9 @@ class FakeMaster:
     fence_grace_seconds: float = 5.0
     refuse_heartbeats: int = 0  # answer this many heartbeats 404 NoNodeError, as a restarted master would
     epoch: int = 0  # the launcher's, on every reply and poke (0: unfenced)
+    standby: bool = False  # answer every agent endpoint 503 NotLeaderError naming ``leader``
+    leader: str | None = None
+    refused: int = 0  # requests answered NotLeaderError (channels included)
     registers: list[RegisterRequest] = field(default_factory=list)
     heartbeats: list[HeartbeatRequest] = field(default_factory=list)
     authorizations: list[str | None] = field(default_factory=list)
@@ -40,7 +46,23 @@ class FakeMaster:
             await ws.send_json(Poke(epoch=self.epoch).to_dict())
         return len(self._channels)
 
-    async def _channel(self, request: web.Request) -> web.WebSocketResponse:
+    def lead(self, epoch: int) -> None:
+        """Become the leader with ``epoch`` (a standby that took the lease)."""
+        self.standby, self.leader, self.epoch = False, None, epoch
+
+    def step_down(self, leader: str | None) -> None:
+        """Become a standby naming ``leader``. Channels already open stay open: the agent must leave them."""
+        self.standby, self.leader = True, leader
+
+    def _not_leader(self) -> web.Response:
+        self.refused += 1
+        where = f"the leader is {self.leader}" if self.leader else "no master leads right now"
+        return web.json_response({"code": "NotLeaderError", "message": f"this master is a standby; {where}",
+                                  "leader": self.leader}, status=503)
+
+    async def _channel(self, request: web.Request) -> web.StreamResponse:
+        if self.standby:
+            return self._not_leader()
         ws = web.WebSocketResponse()
         await ws.prepare(request)
         self._channels.append(ws)
@@ -68,12 +90,16 @@ class FakeMaster:
         return web.json_response(reply.to_dict())
 
     async def _register(self, request: web.Request) -> web.Response:
+        if self.standby:
+            return self._not_leader()
         self.authorizations.append(request.headers.get("Authorization"))
         self.registers.append(RegisterRequest.from_dict(await request.json()))
         self.requests.append(self.registers[-1])
         return self._reply()
 
     async def _heartbeat(self, request: web.Request) -> web.Response:
+        if self.standby:
+            return self._not_leader()
         self.authorizations.append(request.headers.get("Authorization"))
         heartbeat = HeartbeatRequest.from_dict(await request.json())
         assert heartbeat.node == request.match_info["node"]
@@ -100,3 +126,4 @@ class FakeMaster:
             await ws.close()
         if self._runner is not None:
             await self._runner.cleanup()
+            self._runner = None

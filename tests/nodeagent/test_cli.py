@@ -82,12 +82,29 @@ async def test_sigint_leaves_tasks_running_and_reads_master_and_token_from_env(
     assert set(master.authorizations) == {"Bearer t0k"}
 
 
+async def test_masters_from_the_env_and_the_line_said_when_the_agent_follows_the_leader(
+        tmp_path: Path, master: FakeMaster) -> None:
+    standby = FakeMaster(standby=True, leader=master.url)
+    await standby.start()
+    try:
+        proc = await spawn(tmp_path, env={"PAI_MASTER_URL": f"{standby.url}, {master.url}/", "PAI_AGENT_TOKEN": "t"})
+        await eventually(lambda: master.registers, what="registered with the leader")
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = await asyncio.wait_for(proc.communicate(), 15)
+    finally:
+        await standby.close()
+    assert proc.returncode == 0, stderr.decode()
+    line = next(x for x in stderr.decode().splitlines() if " following master " in x)
+    assert line.endswith(f"following master node=n1 url={master.url} from={standby.url} reason=named-leader")
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         pytest.param(["--label", "novalue"], "is not key=value", id="label-without-equals"),
         pytest.param(["--runtime", "podman"], "Invalid value for '--runtime'", id="unknown-runtime"),
         pytest.param(["--gpus", "-1"], "x>=0", id="negative-gpus"),
+        pytest.param(["--master", " , "], "no master URL", id="no-master-url"),
     ],
 )
 def test_bad_flags_are_usage_errors(args: list[str], message: str) -> None:
