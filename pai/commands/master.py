@@ -8,14 +8,17 @@ from pathlib import Path
 import click
 
 from pai.commands.logs import setup_logging
-from pai.domain.errors import PaiError
+from pai.domain.errors import MasterRunningError, PaiError
 from pai.domain.timing import FULL_PASS_SECONDS, GRACE_SECONDS
 from pai.jobspec.vcconfig import load_cluster_config
+from pai.launcher.leadership import Timing
 from pai.launcher.service import LauncherConfig
 from pai.rest_server.config import MasterConfig
 from pai.rest_server.serve import serve
 from pai.store.db import default_data_dir
 from pai.store.keyring import SecretKeyError
+
+_LEASE = Timing()  # the launcher's lease (hidden options: the tests shorten it)
 
 
 @click.command("master")
@@ -50,10 +53,18 @@ from pai.store.keyring import SecretKeyError
                    "at it so that their heartbeats do not pass through the front (a large cluster).")
 @click.option("--usage-sample-seconds", default=60.0, show_default=True, type=click.FloatRange(min=0.1),
               help="How often every VC's usage is sampled for the dashboard's chart (kept 3 days).")
+@click.option("--advertise-url", envvar="PAI_MASTER_ADVERTISE_URL", default=None,
+              help="The base URL agents and the other masters reach this master at (a standby sends the agents to "
+                   "the leader's); default http://<this machine's name>:<port>.")
+@click.option("--lease-seconds", default=_LEASE.lease_seconds, type=click.FloatRange(min=0.1), hidden=True)
+@click.option("--lease-renew-seconds", default=_LEASE.renew_every, type=click.FloatRange(min=0.01), hidden=True)
+@click.option("--lease-step-down-seconds", default=_LEASE.step_down_after, type=click.FloatRange(min=0.05),
+              hidden=True)
 def master(host: str, port: int, data_dir: Path | None, database_url: str | None, grace_seconds: float,
            node_timeout: float, vc_config: Path | None, heartbeat: float, max_body_mb: int,
            fence_grace: float, full_pass_seconds: float, list_processes: int, admissions_per_pass: int,
-           front: bool, agent_port: int | None, usage_sample_seconds: float) -> None:
+           front: bool, agent_port: int | None, usage_sample_seconds: float, advertise_url: str | None,
+           lease_seconds: float, lease_renew_seconds: float, lease_step_down_seconds: float) -> None:
     """Run the master: REST API, scheduler loop and store."""
     setup_logging("master")
     if vc_config is not None:
@@ -61,6 +72,10 @@ def master(host: str, port: int, data_dir: Path | None, database_url: str | None
             load_cluster_config(vc_config.read_text(), str(vc_config))
         except PaiError as e:
             raise click.ClickException(f"{vc_config}: {e.message}") from None
+    try:
+        lease = Timing(lease_renew_seconds, lease_seconds, lease_step_down_seconds)
+    except ValueError as e:
+        raise click.ClickException(str(e)) from None
     config = MasterConfig.from_env(
         host=host,
         port=port,
@@ -71,6 +86,8 @@ def master(host: str, port: int, data_dir: Path | None, database_url: str | None
         list_processes=list_processes,
         front=front,
         agent_port=agent_port,
+        advertise_url=advertise_url,
+        lease=lease,
         launcher=LauncherConfig(
             grace_seconds=grace_seconds, node_timeout_seconds=node_timeout, heartbeat_seconds=heartbeat,
             fence_grace_seconds=fence_grace, full_pass_seconds=full_pass_seconds,
@@ -79,6 +96,8 @@ def master(host: str, port: int, data_dir: Path | None, database_url: str | None
     )
     try:
         serve(config, lambda msg: click.echo(msg, err=True), setup_logging)
+    except MasterRunningError as e:  # a second master on one SQLite file
+        raise click.ClickException(e.message) from None
     except SecretKeyError as e:  # not the key that sealed this database's secrets (docs/operations.md)
         raise click.ClickException(e.message) from None
     except OSError as e:

@@ -14,7 +14,7 @@ class PaiError(Exception):
         self.message = message
         self.field = field
 
-    def to_body(self) -> dict[str, str]:
+    def to_body(self) -> dict[str, str | None]:
         return {"code": self.code, "message": self.message}
 
 
@@ -167,3 +167,33 @@ class FencedError(PaiError):
         self.epoch = epoch
         self.current = current
         self.holder = holder
+
+
+class NotLeaderError(PaiError):
+    """An agent's request to a standby master (one whose launcher does not hold the lease): ``leader`` is the base URL
+    the leader advertises, None when no master leads right now. The agent moves to it."""
+
+    code = "NotLeaderError"
+    status = 503
+
+    def __init__(self, leader: str | None) -> None:
+        where = f"the leader is {leader}" if leader else "no master leads right now"
+        super().__init__(f"this master is a standby; {where}")
+        self.leader = leader
+
+    def to_body(self) -> dict[str, str | None]:
+        return {**super().to_body(), "leader": self.leader}
+
+
+class MasterRunningError(PaiError):
+    """A second master on one SQLite file (the lease is held by the master at ``url``): refused at start."""
+
+    code = "MasterRunningError"
+    status = 503
+
+    def __init__(self, database: str, url: str) -> None:
+        super().__init__(f"another master uses {database}: {url} holds its lease; stop it first, or give this one "
+                         "another --data-dir or a PostgreSQL --database-url (on PostgreSQL a second master is a "
+                         "standby)")
+        self.database = database
+        self.url = url

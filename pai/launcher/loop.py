@@ -13,6 +13,8 @@ from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import ParamSpec, TypeVar
 
+from pai.domain.errors import FencedError, NotLeaderError
+from pai.launcher.role import Role
 from pai.launcher.service import Launcher
 from pai.protocol.messages import AgentRequest, HeartbeatRequest, MasterReply, RegisterRequest
 
@@ -94,10 +96,12 @@ Notify = Callable[[set[str]], Awaitable[None]]
 
 class LauncherLoop:
     def __init__(self, launcher: Launcher, store: StoreThread, tick_seconds: float = 0.5,
-                 notify: Notify | None = None) -> None:
+                 notify: Notify | None = None, role: Role | None = None) -> None:
         """``notify``: called after every pass with the nodes whose tasks changed (the agent channels poke
-        those agents, so that starts and stops reach them now, not at their next heartbeat)."""
+        those agents, so that starts and stops reach them now, not at their next heartbeat). ``role``: whether
+        this launcher leads (a standby runs no pass and answers no agent: NotLeaderError); default: it leads."""
         self.launcher = launcher
+        self.role = role or Role()
         self.store = store
         self.tick_seconds = tick_seconds
         self.notify = notify
@@ -115,13 +119,16 @@ class LauncherLoop:
 
     async def heartbeat(self, req: HeartbeatRequest) -> MasterReply:
         """An agent's heartbeat. One that reports what the master expects is answered at once, from memory; the
-        others wait for the writer thread (``_handle``). Raises NoNodeError for a node that never registered."""
+        others wait for the writer thread (``_handle``). Raises NoNodeError for a node that never registered,
+        NotLeaderError on a standby."""
+        self.role.require()
         reply = self.launcher.quiet_heartbeat(req)
         return reply if reply is not None else await self._handle(req)
 
     async def register(self, req: RegisterRequest) -> MasterReply:
         """An agent's registration (``_handle``); a pass follows, for the node's capacity. Like a heartbeat, it
         shows the node alive when it arrives."""
+        self.role.require()
         self.launcher.heartbeats.arrived(req.node_name, self.launcher.clock())
         reply = await self._handle(req)
         self.wake()
@@ -146,10 +153,14 @@ class LauncherLoop:
                     with contextlib.suppress(queue.Empty):
                         while True:
                             answered.append((self._waiting.get_nowait()[1], e))
+                if any(isinstance(reply, FencedError) for _, reply in answered):  # the lease has moved on
+                    await self.role.fenced()
                 for done, reply in answered:
                     if done.done():  # the agent went away
                         continue
-                    if isinstance(reply, Exception):
+                    if isinstance(reply, FencedError):
+                        done.set_exception(NotLeaderError(self.role.leader))
+                    elif isinstance(reply, Exception):
                         done.set_exception(reply)
                     else:
                         done.set_result(reply)
@@ -183,6 +194,8 @@ class LauncherLoop:
                 async with asyncio.timeout(self.tick_seconds):
                     await self._wake.wait()
             self._wake.clear()
+            if not self.role.leading:  # a standby: no pass, no push, no node timed out
+                continue
             try:
                 if (now := time.monotonic()) - self._checked >= self.tick_seconds:  # silent nodes: once a tick
                     self._checked = now
@@ -195,5 +208,8 @@ class LauncherLoop:
                 touched = await self.store.call(self.launcher.take_touched)
                 if touched and self.notify is not None:
                     await self.notify(touched)
+            except FencedError as e:  # another master leads now: this one steps down, its pass rolled back
+                log.warning("scheduling pass fenced off: %s", e)
+                await self.role.fenced()
             except Exception:  # the loop must survive a bad pass; the error is logged with its traceback
                 log.exception("scheduling pass failed")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
@@ -28,6 +28,7 @@ from pai.protocol.problems import ProblemKind, kind_of
 # Seconds a job waits for its admission: from a second to over a day (a GPU queue's range).
 WAITING_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400, float("inf"))
 PASS_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, float("inf"))
+LEASE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, float("inf"))
 REST_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, float("inf"))
 MB = 1024 * 1024
 
@@ -50,6 +51,16 @@ class LauncherMetrics:
                                "ended the last one", ["exit_type", "virtual_cluster"], registry=r)
         self.rest_seconds = Histogram("pai_rest_request_duration_seconds", "REST requests, by route",
                                       ["method", "route", "status_class"], buckets=REST_BUCKETS, registry=r)
+        # the launcher's lease (pai.launcher.role): whether this master leads, at which epoch, how long a renewal
+        # (or an attempt to acquire) takes, and how often this master's role changed
+        self.leader = Gauge("pai_master_leader", "1 while this master's launcher leads, 0 while it is a standby",
+                            registry=r)
+        self.epoch = Gauge("pai_master_epoch", "The epoch (fencing token) this master's launcher leads at; 0 before "
+                           "it has led", registry=r)
+        self.lease_seconds = Histogram("pai_master_lease_renewal_seconds", "Time one attempt to acquire or renew "
+                                       "the launcher's lease took", buckets=LEASE_BUCKETS, registry=r)
+        self.leader_changes = Counter("pai_master_leader_changes", "Times this master's launcher became leader or "
+                                      "stepped down", ["change"], registry=r)
         self._requeued_at: dict[str, float] = {}  # job id -> when it went back to the queue (until admitted)
 
     def job_changed(self, old: Job, new: Job, event: Event) -> None:

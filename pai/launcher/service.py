@@ -70,7 +70,7 @@ from pai.protocol.messages import (
     StopTask,
     VolumeMount,
 )
-from pai.store import history, sealing, stats
+from pai.store import history, leases, sealing, stats
 from pai.store import jobs as store_jobs
 from pai.store import nodes as store_nodes
 from pai.store import users as store_users
@@ -151,6 +151,7 @@ class Launcher:
         # The fencing token (ADR 0001) on every reply to an agent and every poke: the term of the lease this
         # launcher holds; 0 while it holds none (unfenced: agents accept it until they have seen a higher one).
         self.epoch = 0
+        self.fencing = False  # lead(fence=True): the writes that matter check the lease first (leases.fenced)
 
     # ---- users' requests ----------------------------------------------------------------------
 
@@ -285,13 +286,26 @@ class Launcher:
 
     # ---- agents -------------------------------------------------------------------------------
 
-    def lead(self, epoch: int) -> None:
+    def lead(self, epoch: int, *, fence: bool = False) -> None:
         """Act for the term ``epoch`` from now on (the Elector's ``on_elected``): every command carries it.
-        Terms only grow: an older one is a bug of the caller (ValueError)."""
+        Terms only grow: an older one is a bug of the caller (ValueError). With ``fence``, the scheduling pass,
+        the agents' messages and the node timeout check the lease in their transaction (``leases.fenced``) and
+        raise FencedError once another master leads. What this launcher knew of the store is forgotten: another
+        leader may have changed it meanwhile, and the nodes are given the node timeout from now."""
         if epoch < self.epoch:
             raise ValueError(f"epoch: {epoch} is lower than the epoch this launcher acts for ({self.epoch})")
-        self.epoch = epoch
+        self.epoch, self.fencing = epoch, fence and epoch > 0
+        self.started_at = self.clock()
+        self.scheduling.invalidate(reload=True)
+        self.heartbeats.forget_all()
+        self.clusters.invalidate()
+        self._requeued.clear()
         log.info("launcher acts for epoch=%d", epoch)
+
+    def _fence(self, s: Session) -> None:
+        """First in a transaction that acts for the lease's term: FencedError once another master leads."""
+        if self.fencing:
+            leases.fenced(s, leases.LAUNCHER, self.epoch)
 
     def register(self, req: RegisterRequest) -> MasterReply:
         (reply,) = self.agent_batch([req])
@@ -325,6 +339,7 @@ class Launcher:
         now = self.clock()
         learnt: dict[str, tuple[Quiet, tuple[int, int]]] = {}
         with self.db.session() as s:
+            self._fence(s)
             names = {req.node_name for req, reply in zip(reqs, replies, strict=True) if reply is None}
             nodes = {n.name: n for n in store_nodes.get_nodes(s, names)}
             on_nodes = NodeJobs.of(store_jobs.active_jobs_on(s, list(names)))  # what is on them, not the cluster
@@ -460,6 +475,7 @@ class Launcher:
         fenced: dict[str, float] = {}
         beats = self.heartbeats.take_beats()
         with self.db.session() as s:
+            self._fence(s)
             store_nodes.touch_heartbeats(s, beats)  # the heartbeats answered from memory since the last check
             for node in store_nodes.list_nodes(s):
                 silent = now - max(node.last_heartbeat, self.started_at)
@@ -505,6 +521,7 @@ class Launcher:
             if full or sched.needs_reload(now):
                 self.clusters.invalidate()  # the safety net reads the configuration from the store too
             with self.db.session() as s:
+                self._fence(s)
                 clu = self.clusters.get(s)
                 if full or sched.needs_full(now, clu):
                     nodes = store_nodes.list_nodes(s)

@@ -13,6 +13,7 @@ from aiohttp.typedefs import Handler
 
 from pai.jobspec.vcconfig import load_cluster_config
 from pai.launcher.loop import LauncherLoop, StoreThread
+from pai.launcher.role import Role
 from pai.launcher.service import Launcher
 from pai.launcher.vcadmin import VcAdmin
 from pai.protocol.door import DOOR_LOGGER
@@ -20,7 +21,8 @@ from pai.rest_server.channel import AgentChannels
 from pai.rest_server.config import MasterConfig
 from pai.rest_server.errors import PARSER_LINE_LIMIT, add_request_id, error_middleware
 from pai.rest_server.heap import freeze_heap
-from pai.rest_server.keys import AGENT_TOKEN, CHANNELS, CONFIG, DB, HTTP, LAUNCHER, LISTS, LOOP, STORE, VCADMIN
+from pai.rest_server.keys import AGENT_TOKEN, CHANNELS, CONFIG, DB, HTTP, LAUNCHER, LISTS, LOOP, ROLE, STORE, VCADMIN
+from pai.rest_server.leading import leadership, new_holder
 from pai.rest_server.listing import Lists
 from pai.rest_server.metrics import timing_middleware
 from pai.rest_server.routes import routes
@@ -45,6 +47,7 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
     app[STORE] = store
     app[DB] = db
     app[LAUNCHER] = Launcher(db, config.launcher, protected_paths=(str(config.data_dir),))
+    app[ROLE] = Role(new_holder(config.advertised()), leading=False, metrics=app[LAUNCHER].metrics)  # elected below
     if config.admin_password:
         await store.call(app[LAUNCHER].accounts.ensure_admin, config.admin_user, config.admin_password)
     app[LISTS] = Lists(db, store, 0 if config.front else config.list_processes)  # the front reads long ones
@@ -62,7 +65,8 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
 
 
 async def _launcher_loop(app: web.Application) -> AsyncIterator[None]:
-    loop = LauncherLoop(app[LAUNCHER], app[STORE], app[CONFIG].tick_seconds, notify=app[CHANNELS].poke)
+    loop = LauncherLoop(app[LAUNCHER], app[STORE], app[CONFIG].tick_seconds, notify=app[CHANNELS].poke,
+                        role=app[ROLE])
     app[LOOP] = loop
     task = asyncio.create_task(loop.run(), name="launcher-loop")
     yield
@@ -104,7 +108,7 @@ def make_app(config: MasterConfig) -> web.Application:
     app[CONFIG] = config
     app[CHANNELS] = AgentChannels(epoch=lambda: app[LAUNCHER].epoch)  # pokes are sent once the launcher is up
     app.on_shutdown.append(lambda a: a[CHANNELS].close())  # open WebSockets would hold the shutdown
-    app.cleanup_ctx.extend([_database, _launcher_loop, _http_client])
+    app.cleanup_ctx.extend([_database, _launcher_loop, leadership, _http_client])
     app.on_startup.append(freeze_heap)  # after the contexts above have started
     app.add_routes(routes)
     return app

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import secrets
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sqlalchemy import Engine
 
+from pai.launcher.leadership import Timing
 from pai.launcher.service import LauncherConfig
 from pai.store import keyring as keyrings
 from pai.store.db import database_url, default_data_dir
@@ -36,7 +38,14 @@ class MasterConfig:
     list_processes: int = 1  # processes that read long job lists (pai.rest_server.listing); 0: reader threads
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
     agent_port: int | None = None  # a port where the master itself answers (for agents, past the front)
+    advertise_url: str | None = None  # the base URL agents and other masters reach this one at; None: advertised()
+    lease: Timing = field(default_factory=Timing)  # the launcher's lease (pai.launcher.leadership)
     front: bool = False  # served behind the read front (pai.rest_server.front; pai master's default), which reads lists
+
+    def advertised(self) -> str:
+        """The base URL this master advertises in the launcher's lease (a standby names it to the agents):
+        ``advertise_url``, else ``http://<this machine's name>:<port>``."""
+        return (self.advertise_url or f"http://{socket.gethostname()}:{self.port}").rstrip("/")
 
     def db_url(self) -> str:
         return self.database_url or database_url(self.data_dir)

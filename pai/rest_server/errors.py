@@ -14,7 +14,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 from sqlalchemy import exc as sa
 
-from pai.domain.errors import InvalidParametersError, NoApiError, PaiError
+from pai.domain.errors import InvalidParametersError, NoApiError, NotLeaderError, PaiError
 from pai.rest_server.keys import CONFIG
 
 log = logging.getLogger("pai.rest")
@@ -115,10 +115,10 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         check_request_shape(request)
         return await handler(request)
     except PaiError as e:
-        if e.status >= 500:
+        if e.status >= 500 and not isinstance(e, NotLeaderError):  # a standby's answer is no failure
             log.error("request failed request_id=%s path=%s code=%s message=%s", request_id, request.path, e.code,
                       e.message)
-        return error_response(e.status, e.code, e.message)
+        return web.json_response(e.to_body(), status=e.status)
     except web.HTTPException as e:
         if e.status < 400:
             raise

@@ -17,7 +17,7 @@ from pai.protocol.messages import HeartbeatRequest, ProtocolError, RegisterReque
 from pai.rest_server.auth import check_agent, current_user
 from pai.rest_server.bodies import json_body
 from pai.rest_server.jobs import reader
-from pai.rest_server.keys import CHANNELS, CONFIG, LAUNCHER, LOOP, STORE, VCADMIN
+from pai.rest_server.keys import CHANNELS, CONFIG, LAUNCHER, LOOP, ROLE, STORE, VCADMIN
 from pai.rest_server.views import node_view
 
 
@@ -85,6 +85,7 @@ async def set_node_state(request: web.Request) -> web.Response:
 
 async def agent_register(request: web.Request) -> web.Response:
     check_agent(request)
+    request.app[ROLE].require()  # a standby: NotLeaderError, naming the leader
     try:
         req = RegisterRequest.from_dict(check_agent_message(await json_body(request), "register"))
     except ProtocolError as e:
@@ -95,11 +96,13 @@ async def agent_register(request: web.Request) -> web.Response:
 
 async def agent_channel(request: web.Request) -> web.StreamResponse:
     check_agent(request)
+    request.app[ROLE].require()
     return await request.app[CHANNELS].serve(request)
 
 
 async def agent_heartbeat(request: web.Request) -> web.Response:
     check_agent(request)
+    request.app[ROLE].require()
     try:
         req = HeartbeatRequest.from_dict(check_agent_message(await json_body(request), "heartbeat"))
     except ProtocolError as e:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from aiohttp import ClientSession, web
 
 from pai.launcher.loop import LauncherLoop, StoreThread
+from pai.launcher.role import Role
 from pai.launcher.service import Launcher
 from pai.launcher.vcadmin import VcAdmin
 from pai.rest_server.channel import AgentChannels
@@ -21,4 +22,5 @@ VCADMIN = web.AppKey("vcadmin", VcAdmin)
 HTTP = web.AppKey("http", ClientSession)
 CHANNELS = web.AppKey("channels", AgentChannels)  # the agents' WebSockets, for pokes
 AGENT_TOKEN = web.AppKey("agent_token", str)  # what agents present, and what the master shows their log servers
+ROLE = web.AppKey("role", Role)  # whether this master's launcher leads (pai.rest_server.leading)
 LISTS = web.AppKey("lists", Lists)  # where a job list is read: a reader thread or a list process

@@ -7,6 +7,7 @@ from aiohttp import web
 from pai.rest_server import attempts, authn, groups, jobs, metrics, openapi, storages, submit, users, vcs
 from pai.rest_server import handlers as h
 from pai.rest_server.dashboard import asset, index
+from pai.rest_server.leading import list_masters
 from pai.rest_server.stats import job_counts, usage_history, vc_queue
 
 JOB = "/api/v2/jobs/{key:[^/]+}"  # user~job; another name is answered NoJobError (OpenPAI's VS Code extension asks
@@ -88,6 +89,7 @@ _routes: list[web.RouteDef] = [
     web.get(JOB + "/tasks/{role}/{index}/logs/{stream:stdout|stderr}", jobs.task_log),
     web.put(JOB + "/priority", vcs.put_priority),
     web.get("/api/v2/nodes", h.list_nodes),
+    web.get("/api/v2/masters", list_masters),
     web.get("/api/v2/cluster/sku-types", h.sku_types),
     web.get("/api/v2/cluster/job-counts", job_counts),
     web.get("/api/v2/virtual-clusters/{vc}/usage-history", usage_history),

@@ -57,7 +57,7 @@ def acquire_or_renew(s: Session, name: str, holder: str, duration: float, *, epo
     while ``holder`` holds it at epoch ``n``. ``now``: SQLite only (PostgreSQL reads its own clock)."""
     if holder == RELEASED:
         raise ValueError("a lease holder needs a name")
-    at = _clock(s, now)
+    at = clock(s, now)
     if epoch is None:
         may: ColumnElement[bool] = or_(LeaseRow.holder == holder, LeaseRow.holder == RELEASED,
                                        LeaseRow.expires_at < at)
@@ -65,7 +65,7 @@ def acquire_or_renew(s: Session, name: str, holder: str, duration: float, *, epo
     else:
         may = and_(LeaseRow.holder == holder, LeaseRow.epoch == epoch)
         next_epoch = LeaseRow.epoch
-    insert = postgresql.insert if _dialect(s) == "postgresql" else sqlite.insert
+    insert = postgresql.insert if dialect(s) == "postgresql" else sqlite.insert
     statement = (
         insert(LeaseRow)
         .values(name=name, holder=holder, epoch=1, renewed_at=at, expires_at=at + duration)
@@ -85,7 +85,7 @@ def release(s: Session, name: str, holder: str, epoch: int, *, now: float | None
     result = s.execute(
         update(LeaseRow)
         .where(LeaseRow.name == name, LeaseRow.holder == holder, LeaseRow.epoch == epoch, LeaseRow.holder != RELEASED)
-        .values(holder=RELEASED, expires_at=_clock(s, now))
+        .values(holder=RELEASED, expires_at=clock(s, now))
     )
     return bool(typing.cast(CursorResult[Any], result).rowcount)
 
@@ -99,7 +99,7 @@ def fenced(s: Session, name: str, epoch: int) -> None:
     """Raise FencedError unless the lease ``name`` is held at ``epoch``; else hold it as it is until ``s``'s
     transaction ends. Call it first in the transaction: on SQLite a transaction that has read before cannot take the
     write lock once a takeover has committed (it fails with "database is locked" instead)."""
-    if _dialect(s) == "sqlite":
+    if dialect(s) == "sqlite":
         # SQLite has one writer: a no-op write takes its lock now, so no takeover commits before this transaction.
         s.execute(update(LeaseRow).where(LeaseRow.name == name).values(epoch=LeaseRow.epoch))
     row = s.execute(select(LeaseRow.epoch, LeaseRow.holder).where(LeaseRow.name == name)
@@ -110,12 +110,12 @@ def fenced(s: Session, name: str, epoch: int) -> None:
         raise FencedError(name, epoch, row.epoch, row.holder)
 
 
-def _dialect(s: Session) -> str:
+def dialect(s: Session) -> str:
     return s.get_bind().dialect.name
 
 
-def _clock(s: Session, now: float | None) -> Any:
+def clock(s: Session, now: float | None) -> Any:
     """The time of this statement: PostgreSQL's clock (a SQL expression), else ``now`` or this machine's."""
-    if _dialect(s) == "postgresql":
+    if dialect(s) == "postgresql":
         return cast(func.extract("epoch", func.statement_timestamp()), Double)
     return time.time() if now is None else now

@@ -275,3 +275,15 @@ class LeaseRow(Base):
 
 
 metadata = Base.metadata
+
+
+class MasterRow(Base):
+    """A master that asked for the launcher's lease lately (pai.store.masters): what ``GET /api/v2/masters`` lists.
+    Renewed with each of its lease ticks."""
+
+    __tablename__ = "masters"
+
+    holder: Mapped[str] = mapped_column(Text, primary_key=True)  # "<url>#<random>", as in the lease
+    url: Mapped[str] = mapped_column(Text)
+    epoch: Mapped[int] = mapped_column(BigInteger)  # the term it leads at; a standby: the lease's, as it last saw it
+    seen_at: Mapped[float]

@@ -1,0 +1,120 @@
+"""The launcher's election in ``pai master``: an Elector (``pai.launcher.leadership``) for the launcher's lease, whose
+answers set the master's Role (``pai.launcher.role``), and ``GET /api/v2/masters``.
+
+Elected at epoch n, the launcher leads (``Launcher.lead``: its commands carry n, and on PostgreSQL its scheduling
+pass, agents' messages and node timeout are fenced by n) and the loop acts; deposed, the loop stops acting, the
+agents' channels are closed and the agents' endpoints answer NotLeaderError with the leader's URL. The REST API for
+users serves all along: a submission to a standby is stored, and the leader admits it at its next full pass at the
+latest (``--full-pass-seconds``; a wake-up through LISTEN/NOTIFY is still to come).
+
+On SQLite the lease is taken at start and a second master on the same file is refused (MasterRunningError); one
+whose holder died without giving the lease up (SIGKILL) is recognised by its process id (SQLite is one machine)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from aiohttp import web
+
+from pai.domain.errors import MasterRunningError
+from pai.launcher.leadership import Elector, Leadership
+from pai.rest_server.auth import current_user
+from pai.rest_server.keys import CHANNELS, CONFIG, DB, LAUNCHER, LOOP, ROLE, STORE
+from pai.store import leases, masters
+from pai.store.leases import LeaseState
+
+log = logging.getLogger("pai.master")
+
+
+def new_holder(url: str) -> str:
+    """The lease holder of this master's process: "<url>#<pid>.<random>"."""
+    return f"{url}#{os.getpid()}.{secrets.token_hex(4)}"
+
+
+def _dead_here(holder: str) -> bool:
+    """Whether ``holder`` names a process of this machine that has ended (SQLite only: one machine)."""
+    try:
+        pid = int(holder.rsplit("#", 1)[1].split(".", 1)[0])
+        os.kill(pid, 0)
+    except (IndexError, ValueError, PermissionError):
+        return False
+    except ProcessLookupError:
+        return True
+    return False
+
+
+async def leadership(app: web.Application) -> AsyncIterator[None]:
+    config, db, store, launcher, role = app[CONFIG], app[DB], app[STORE], app[LAUNCHER], app[ROLE]
+    holder, timing, metrics = role.holder, config.lease, launcher.metrics
+    sqlite = db.engine.dialect.name == "sqlite"
+
+    def attempt(epoch: int | None) -> LeaseState:
+        began = time.perf_counter()
+        try:
+            with db.session() as s:
+                lease = leases.acquire_or_renew(s, leases.LAUNCHER, holder, timing.lease_seconds, epoch=epoch)
+                masters.seen(s, holder, lease.epoch)
+        finally:
+            metrics.lease_seconds.observe(time.perf_counter() - began)
+        role.saw(lease)
+        return lease
+
+    def release(epoch: int, who: str = holder) -> bool:
+        with db.session() as s:
+            return leases.release(s, leases.LAUNCHER, who, epoch)
+
+    async def elected(epoch: int) -> None:
+        launcher.lead(epoch, fence=not sqlite)
+        role.lead(epoch)
+        log.info("this master leads url=%s epoch=%d", config.advertised(), epoch)
+        app[LOOP].wake()
+
+    async def close_channels() -> None:
+        await app[CHANNELS].close()  # the agents come back, are told the leader, and go there
+
+    async def deposed() -> None:
+        if role.stand_by():
+            log.warning("this master is a standby now url=%s leader=%s", config.advertised(), role.leader)
+        await close_channels()
+
+    role.on_deposed = close_channels
+    elector = Elector(holder, attempt, release, elected, deposed, timing=timing)
+    if sqlite:
+        lease = await store.call(attempt, None)
+        if not lease.held_by(holder) and lease.expires_at >= time.time() and _dead_here(lease.holder):
+            log.warning("taking over the lease of a master that ended holder=%s", lease.holder)
+            await store.call(release, lease.epoch, lease.holder)
+            lease = await store.call(attempt, None)
+        if not lease.held_by(holder):
+            raise MasterRunningError(config.db_url(), masters.url_of(lease.holder) or "?")
+        elector.state = Leadership(lease.epoch, time.monotonic())
+        await elected(lease.epoch)
+    task = asyncio.create_task(elector.run(), name="launcher-lease")
+    yield
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+async def list_masters(request: web.Request) -> web.Response:
+    """``GET /api/v2/masters``: every master that asked for the launcher's lease lately, the leader first."""
+    await current_user(request)
+    app = request.app
+    role, db, within = app[ROLE], app[DB], 2 * app[CONFIG].lease.lease_seconds
+
+    def read() -> list[masters.Master]:
+        with db.session() as s:
+            return masters.recent(s, within)
+
+    rows = await app[STORE].read(read)
+    body: list[dict[str, Any]] = [{"url": m.url, "role": m.role, "epoch": m.epoch,
+                                   "lastRenewal": round(m.seen_at * 1000), "self": m.holder == role.holder}
+                                  for m in rows]
+    return web.json_response(body)
