@@ -79,6 +79,10 @@ class MasterApi:
         path = f"{_job_path(key)}/tasks/{quote_segment(role)}/{index}/logs/{stream}"
         return self.http.request("GET", path, query={"tail": tail, "attempt": attempt}).text()
 
+    def masters(self) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = self.http.json("GET", "/api/v2/masters")
+        return result
+
     def nodes(self) -> list[dict[str, Any]]:
         result: list[dict[str, Any]] = self.http.json("GET", "/api/v2/nodes")
         return result

@@ -18,8 +18,8 @@ import logging
 import os
 import secrets
 import time
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TypeVar
 
 from aiohttp import web
 
@@ -31,6 +31,7 @@ from pai.store import leases, masters
 from pai.store.leases import LeaseState
 
 log = logging.getLogger("pai.master")
+T = TypeVar("T")
 
 
 def new_holder(url: str) -> str:
@@ -55,20 +56,36 @@ async def leadership(app: web.Application) -> AsyncIterator[None]:
     holder, timing, metrics = role.holder, config.lease, launcher.metrics
     sqlite = db.engine.dialect.name == "sqlite"
 
+    loop = asyncio.get_running_loop()
+
+    def ask(epoch: int | None) -> LeaseState:
+        with db.session() as s:
+            lease = leases.acquire_or_renew(s, leases.LAUNCHER, holder, timing.lease_seconds, epoch=epoch)
+            masters.seen(s, holder, lease.epoch)
+            return lease
+
+    def writer(fn: Callable[..., T], *args: Any) -> T:
+        """Off the event loop; on SQLite through the store's writer thread, where every write goes (two writing
+        threads would fail each other's transactions with "database is locked")."""
+        if not sqlite:
+            return fn(*args)
+        return asyncio.run_coroutine_threadsafe(store.call(fn, *args), loop).result(timeout=timing.lease_seconds)
+
     def attempt(epoch: int | None) -> LeaseState:
         began = time.perf_counter()
         try:
-            with db.session() as s:
-                lease = leases.acquire_or_renew(s, leases.LAUNCHER, holder, timing.lease_seconds, epoch=epoch)
-                masters.seen(s, holder, lease.epoch)
+            lease = writer(ask, epoch)
         finally:
             metrics.lease_seconds.observe(time.perf_counter() - began)
         role.saw(lease)
         return lease
 
-    def release(epoch: int, who: str = holder) -> bool:
+    def give_up(epoch: int, who: str) -> bool:
         with db.session() as s:
             return leases.release(s, leases.LAUNCHER, who, epoch)
+
+    def release(epoch: int, who: str = holder) -> bool:
+        return writer(give_up, epoch, who)
 
     async def elected(epoch: int) -> None:
         launcher.lead(epoch, fence=not sqlite)
@@ -87,11 +104,11 @@ async def leadership(app: web.Application) -> AsyncIterator[None]:
     role.on_deposed = close_channels
     elector = Elector(holder, attempt, release, elected, deposed, timing=timing)
     if sqlite:
-        lease = await store.call(attempt, None)
+        lease = await asyncio.to_thread(attempt, None)
         if not lease.held_by(holder) and lease.expires_at >= time.time() and _dead_here(lease.holder):
             log.warning("taking over the lease of a master that ended holder=%s", lease.holder)
-            await store.call(release, lease.epoch, lease.holder)
-            lease = await store.call(attempt, None)
+            await asyncio.to_thread(release, lease.epoch, lease.holder)
+            lease = await asyncio.to_thread(attempt, None)
         if not lease.held_by(holder):
             raise MasterRunningError(config.db_url(), masters.url_of(lease.holder) or "?")
         elector.state = Leadership(lease.epoch, time.monotonic())

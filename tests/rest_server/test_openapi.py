@@ -503,6 +503,8 @@ def _job_changes() -> Iterator[Case]:
 
 def _cluster() -> Iterator[Case]:
     yield case("GET /api/v2/nodes", 200, setup=("node",))
+    yield case("GET /api/v2/masters", 200, check=lambda a: _same(
+        [(m["role"], m["self"]) for m in a.body], [("leader", True)]))  # SQLite: this master, leading
     state = "PUT /api/v2/nodes/{node}/state"
     yield case(state, 200, "/api/v2/nodes/n1/state", json_body={"value": "CORDONED"}, setup=("node",))
     yield case(state, 400, "/api/v2/nodes/n1/state", "InvalidParametersError", json_body={"value": "LOST"},
