@@ -84,6 +84,10 @@ async def leadership(app: web.Application) -> AsyncIterator[None]:
         with db.session() as s:
             return leases.release(s, leases.LAUNCHER, who, epoch)
 
+    def forget() -> None:
+        with db.session() as s:
+            masters.forget(s, holder)
+
     def release(epoch: int, who: str = holder) -> bool:
         return writer(give_up, epoch, who)
 
@@ -110,6 +114,7 @@ async def leadership(app: web.Application) -> AsyncIterator[None]:
             await asyncio.to_thread(release, lease.epoch, lease.holder)
             lease = await asyncio.to_thread(attempt, None)
         if not lease.held_by(holder):
+            await asyncio.to_thread(writer, forget)
             raise MasterRunningError(config.db_url(), masters.url_of(lease.holder) or "?")
         elector.state = Leadership(lease.epoch, time.monotonic())
         await elected(lease.epoch)
@@ -118,6 +123,10 @@ async def leadership(app: web.Application) -> AsyncIterator[None]:
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
+    try:
+        await asyncio.to_thread(writer, forget)
+    except Exception as e:  # its row ages out of the list
+        log.warning("master not unlisted holder=%s error=%r", holder, e)
 
 
 async def list_masters(request: web.Request) -> web.Response:

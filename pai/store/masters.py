@@ -57,3 +57,8 @@ def recent(s: Session, within: float, *, now: float | None = None) -> list[Maste
 def _value(s: Session, at: object) -> float:
     """``at`` as a number (PostgreSQL's clock is a SQL expression)."""
     return at if isinstance(at, float) else float(s.execute(select(at)).scalar_one())  # type: ignore[call-overload]
+
+
+def forget(s: Session, holder: str) -> None:
+    """``holder`` has stopped (or was refused): it is listed no more."""
+    s.execute(delete(MasterRow).where(MasterRow.holder == holder))

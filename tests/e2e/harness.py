@@ -171,7 +171,7 @@ def cluster(tmp: Path, database_url: str | None, agents: list[tuple[str, str, in
     with ExitStack() as stack:
         stack.callback(lambda: [stop_process(p) for p in reversed(c.procs.values())])
         args = ["master", "--port", str(port), "--data-dir", str(tmp / "master"), "--grace-seconds",
-                str(grace_seconds), "--heartbeat", "0.3", "--node-timeout", "10", *master_args]
+                str(grace_seconds), "--heartbeat", "0.3", "--node-timeout", "10", "--advertise-url", url, *master_args]
         if database_url:
             args += ["--database-url", database_url]
         c.spawn("master", args)
