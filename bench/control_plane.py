@@ -104,12 +104,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--burst", type=int, default=1000)
+    parser.add_argument("--database-url", default=None,
+                        help="a PostgreSQL URL (an empty database or schema); default: SQLite in a temp directory")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="pai-bench-") as tmp_name:
         tmp = Path(tmp_name)
         floor = spawn_floor(args.runs)
         agents = [(f"node-{i}", f"127.0.0.{i + 2}", 4) for i in range(4)]
-        with cluster(tmp, None, agents, master_args=("--heartbeat", "1")) as c:
+        with cluster(tmp, args.database_url, agents, master_args=("--heartbeat", "1")) as c:
             running = to_running(c, args.runs)
             succeeded = to_succeeded(c, args.runs)
             burst_lines = burst(c, args.burst) if args.burst else []

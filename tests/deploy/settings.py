@@ -44,7 +44,8 @@ def _process_of(rel: str) -> str | None:
 
 
 def options(command: click.Command) -> list[click.Option]:
-    return [p for p in command.params if isinstance(p, click.Option) and p.name != "help"]
+    """The options an operator sets (hidden ones are the tests' own, such as the lease's timings)."""
+    return [p for p in command.params if isinstance(p, click.Option) and p.name != "help" and not p.hidden]
 
 
 def long_flag(option: click.Option) -> str:

@@ -101,7 +101,8 @@ def test_every_master_config_field_is_set_by_a_documented_flag_or_variable_or_li
     base_env = {"PAI_DATA_DIR": str(tmp_path / "base")}
     baseline = config_fields(master_config([], base_env))
     values = {"--host": "10.9.8.7", "--data-dir": str(tmp_path / "d"), "--database-url": "sqlite:////x/pai.db",
-              "--vc-config": str(vc_config), "--agent-port": "9999"}
+              "--vc-config": str(vc_config), "--agent-port": "9999",
+              "--advertise-url": "http://m1.example:9186"}
     defaults = settings.parse_args(COMMANDS["master"], [])
     set_by: dict[str, str] = {}
     for option in options(COMMANDS["master"]):
