@@ -107,17 +107,20 @@ async def leadership(app: web.Application) -> AsyncIterator[None]:
 
     role.on_deposed = close_channels
     elector = Elector(holder, attempt, release, elected, deposed, timing=timing)
-    if sqlite:
+    asked = time.monotonic()
+    lease = await asyncio.to_thread(attempt, None)  # before serving: a master alone leads from its first request
+    if sqlite and not lease.held_by(holder) and lease.expires_at >= time.time() and _dead_here(lease.holder):
+        log.warning("taking over the lease of a master that ended holder=%s", lease.holder)
+        await asyncio.to_thread(release, lease.epoch, lease.holder)
         lease = await asyncio.to_thread(attempt, None)
-        if not lease.held_by(holder) and lease.expires_at >= time.time() and _dead_here(lease.holder):
-            log.warning("taking over the lease of a master that ended holder=%s", lease.holder)
-            await asyncio.to_thread(release, lease.epoch, lease.holder)
-            lease = await asyncio.to_thread(attempt, None)
-        if not lease.held_by(holder):
-            await asyncio.to_thread(writer, forget)
-            raise MasterRunningError(config.db_url(), masters.url_of(lease.holder) or "?")
-        elector.state = Leadership(lease.epoch, time.monotonic())
+    if lease.held_by(holder):
+        elector.state = Leadership(lease.epoch, asked)
         await elected(lease.epoch)
+    elif sqlite:
+        await asyncio.to_thread(writer, forget)
+        raise MasterRunningError(config.db_url(), masters.url_of(lease.holder) or "?")
+    else:
+        log.info("this master is a standby url=%s leader=%s epoch=%d", config.advertised(), role.leader, lease.epoch)
     task = asyncio.create_task(elector.run(), name="launcher-lease")
     yield
     task.cancel()

@@ -47,6 +47,7 @@ async def test_the_channel_needs_the_agent_token(api: Api) -> None:
 async def test_replies_and_pokes_carry_the_launchers_epoch(api: Api) -> None:
     launcher = api.client.app[LAUNCHER]
     launcher.epoch = 3
+    launcher.fencing = False  # epochs set by hand, with no lease behind them (fencing: tests/launcher/test_fencing.py)
     reg = {"version": 1, "node": {"name": "n1", "address": "127.0.0.9",
                                   "resources": {"gpu": 0, "cpu": 4, "memoryMB": 4096}}}
     status, reply = await api.call("POST", "/api/internal/agents/register", json_body=reg, token=AGENT_TOKEN)
