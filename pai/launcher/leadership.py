@@ -12,7 +12,7 @@ starts a new term at a new epoch.
 
 The shell (``Elector``) asks the store on a thread of its own every ``renew_every`` seconds, never two attempts at
 once, and awaits ``on_elected(epoch)`` / ``on_deposed()``. Stopped (cancelled) while leading, it steps down and
-releases the lease so that a standby takes over at once. Not wired into ``pai master`` yet.
+releases the lease so that a standby takes over at once. ``pai master`` runs one (``pai.rest_server.leading``).
 """
 
 from __future__ import annotations
