@@ -91,10 +91,13 @@ async def leadership(app: web.Application) -> AsyncIterator[None]:
     def release(epoch: int, who: str = holder) -> bool:
         return writer(give_up, epoch, who)
 
-    async def elected(epoch: int) -> None:
+    def lead(epoch: int) -> None:
         launcher.lead(epoch, fence=not sqlite)
         role.lead(epoch)
         log.info("this master leads url=%s epoch=%d", config.advertised(), epoch)
+
+    async def elected(epoch: int) -> None:  # a standby takes over: a pass at once
+        lead(epoch)
         app[LOOP].wake()
 
     async def close_channels() -> None:
@@ -115,7 +118,7 @@ async def leadership(app: web.Application) -> AsyncIterator[None]:
         lease = await asyncio.to_thread(attempt, None)
     if lease.held_by(holder):
         elector.state = Leadership(lease.epoch, asked)
-        await elected(lease.epoch)
+        lead(lease.epoch)
     elif sqlite:
         await asyncio.to_thread(writer, forget)
         raise MasterRunningError(config.db_url(), masters.url_of(lease.holder) or "?")
