@@ -119,3 +119,38 @@ def test_a_second_master_on_one_sqlite_file_is_refused_and_the_first_keeps_runni
         assert len(errors) == 1 and f"{c.url} holds its lease" in errors[0], second.stderr
         assert c.api.http.json("GET", "/healthz")["status"] == "ok"
         assert [(m["url"], m["role"]) for m in c.api.masters()] == [(c.url, "leader")]
+
+
+def test_agents_given_both_masters_keep_their_running_task_across_the_leaders_death(tmp_path: Path) -> None:
+    """The issue's bar: two masters on one database, two agents given both; SIGKILL the leader mid-run: the running
+    job succeeds with its task started once, and a job submitted to the standby right after the kill succeeds."""
+    starts = tmp_path / "starts"
+    starts.mkdir()
+    with database_url("postgresql", tmp_path) as db, \
+            cluster(tmp_path, db, [("node-a", "127.0.0.2", 1), ("node-b", "127.0.0.3", 1)], master_args=LEASE) as c:
+        b_url, b = start_standby(c, db)
+        wait_for("both masters listed", lambda: len(b.masters()) == 2, 10)
+        for name, address in (("node-a", "127.0.0.2"), ("node-b", "127.0.0.3")):  # given both, the leader first
+            c.kill(name)
+            c.spawn_agent(name, address, 1, master_url=f"{c.url},{b_url}")
+        wait_for("both agents READY again", lambda: {"node-a", "node-b"} <= c.ready_nodes(), 30)
+        running = json.dumps({"jobName": "long", "image": "busybox", "taskRoles": [
+            {"name": "w", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 256, "gpuNumber": 0,
+             "command": f"echo $PAI_TASK_INDEX >> {starts}/long; sleep 8; echo done"}]})
+        key = c.submit(running)
+        c.wait_state(key, {"RUNNING"}, 30)
+        wait_for("the task started", lambda: (starts / "long").exists(), 30)
+
+        os.killpg(c.procs["master"].pid, signal.SIGKILL)
+        killed = time.monotonic()
+        fresh = str(b.submit(job("right-after").encode(), "application/json")["jobName"])  # to the standby
+        wait_for("the fresh job runs", lambda: b.job(fresh)["jobStatus"]["state"] in {"RUNNING", "SUCCEEDED"}, 15)
+        took = time.monotonic() - killed
+        assert took <= 15.0, took
+        for k in (key, fresh):
+            wait_for(f"{k} ends", lambda k=k: b.job(k)["jobStatus"]["state"] in {"SUCCEEDED", "FAILED", "STOPPED"}, 60)
+            assert b.job(k)["jobStatus"]["state"] == "SUCCEEDED", b.job(k)
+        assert (starts / "long").read_text().splitlines() == ["0"]  # started once: not restarted, not run twice
+        assert b.job(key)["jobStatus"]["retries"] == 0
+        for name in ("node-a", "node-b"):
+            assert "following master" in c.logs[name].read_text()
