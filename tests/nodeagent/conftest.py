@@ -10,6 +10,7 @@ import pytest
 from pai.nodeagent import process_group
 from pai.nodeagent.process_runtime import ProcessRuntime
 from pai.protocol import ContainerReport
+from tests.nodeagent.fake_master import FakeMaster
 
 
 class Groups:
@@ -43,3 +44,12 @@ async def runtime(tmp_path: Path, exits: list[ContainerReport]) -> AsyncIterator
     rt = await ProcessRuntime.open(tmp_path / "state", exits.append)
     yield rt
     await rt.close()
+
+
+@pytest.fixture
+async def master() -> AsyncIterator[FakeMaster]:
+    """A fake master (it stands for the master in agent tests), started."""
+    m = FakeMaster()
+    await m.start()
+    yield m
+    await m.close()

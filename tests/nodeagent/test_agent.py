@@ -28,14 +28,6 @@ from tests.nodeagent.conftest import Groups
 from tests.nodeagent.fake_master import FakeMaster
 
 
-@pytest.fixture
-async def master() -> AsyncIterator[FakeMaster]:
-    m = FakeMaster()
-    await m.start()
-    yield m
-    await m.close()
-
-
 def config(tmp_path: Path, master_url: str, **changes: Any) -> AgentConfig:
     base = AgentConfig(
         masters=parse_urls(master_url),

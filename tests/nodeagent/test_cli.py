@@ -7,7 +7,6 @@ import json
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -22,14 +21,6 @@ from tests.nodeagent.conftest import Groups
 from tests.nodeagent.fake_master import FakeMaster
 
 AGENT = [sys.executable, "-c", "from pai.nodeagent.cli import agent; agent()"]
-
-
-@pytest.fixture
-async def master() -> AsyncIterator[FakeMaster]:
-    m = FakeMaster()
-    await m.start()
-    yield m
-    await m.close()
 
 
 async def spawn(tmp_path: Path, *flags: str, env: dict[str, str] | None = None) -> asyncio.subprocess.Process:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -23,14 +22,6 @@ from tests.nodeagent.fake_master import FakeMaster
 from tests.nodeagent.test_agent import config, reported, running
 
 LOG = bind(logging.getLogger("pai.nodeagent"), node="worker-1")
-
-
-@pytest.fixture
-async def master() -> AsyncIterator[FakeMaster]:
-    m = FakeMaster()
-    await m.start()
-    yield m
-    await m.close()
 
 
 RULE = [  # (highest seen, the message's epoch, admitted)
