@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from pai.commands.up import _credentials
-from tests.filemodes import mode
+from tests.filemodes import mode, umask
 
 
-@pytest.mark.parametrize("before", [None, 0o644], ids=["a new data dir", "a file left readable by an older version"])
-def test_the_credentials_file_is_private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, before: int | None) -> None:
+@pytest.mark.parametrize(("before", "kept"), [(None, False), (0o644, True)],
+                         ids=["a new data dir", "a file left readable by an older version"])
+def test_the_credentials_file_is_private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, before: int | None,
+                                         kept: bool) -> None:
     monkeypatch.delenv("PAI_ADMIN_PASSWORD", raising=False)
     monkeypatch.delenv("PAI_AGENT_TOKEN", raising=False)
     data = tmp_path / "data"
@@ -20,11 +21,8 @@ def test_the_credentials_file_is_private(tmp_path: Path, monkeypatch: pytest.Mon
         data.mkdir(mode=0o755)
         (data / "up-credentials").write_text("pw-before\ntoken-before\n")
         (data / "up-credentials").chmod(before)
-    old = os.umask(0o022)
-    try:
+    with umask(0o022):
         password, token = _credentials(data)
-    finally:
-        os.umask(old)
     assert (mode(data), mode(data / "up-credentials")) == (0o700, 0o600)
     assert _credentials(data) == (password, token)
-    assert before is None or (password, token) == ("pw-before", "token-before")
+    assert ((password, token) == ("pw-before", "token-before")) is kept  # an older file's credentials are kept
