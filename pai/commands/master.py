@@ -1,11 +1,14 @@
-"""``pai master``: the REST server, the launcher loop and the store (behind the read front, by default)."""
+"""``pai master``: the REST API, the elected launcher and the store: one process on SQLite; on PostgreSQL the launcher's
+process and ``--workers`` API worker processes (``pai.rest_server.serve``)."""
 
 from __future__ import annotations
 
 import errno
+import os
 from pathlib import Path
 
 import click
+from sqlalchemy import make_url
 
 from pai.commands.logs import setup_logging
 from pai.domain.errors import MasterRunningError, PaiError
@@ -14,7 +17,7 @@ from pai.jobspec.vcconfig import load_cluster_config
 from pai.launcher.leadership import Timing
 from pai.launcher.service import LauncherConfig
 from pai.rest_server.config import MasterConfig
-from pai.rest_server.serve import serve
+from pai.rest_server.serve import ApiFailedError, serve
 from pai.store.db import default_data_dir
 from pai.store.keyring import SecretKeyError
 
@@ -41,29 +44,26 @@ _LEASE = Timing()  # the launcher's lease (hidden options: the tests shorten it)
               help="How long a fenced task (its agent lost the master) gets between SIGTERM and SIGKILL.")
 @click.option("--full-pass-seconds", default=FULL_PASS_SECONDS, show_default=True, type=click.FloatRange(min=0.1),
               help="How often the scheduler rebuilds its view from the store (passes in between are incremental).")
-@click.option("--list-processes", default=1, show_default=True, type=click.IntRange(min=0),
-              help="Processes that read job lists of more than 1,000 jobs (0: the reader threads).")
 @click.option("--admissions-per-pass", default=1000, show_default=True, type=click.IntRange(min=1),
               help="The most admissions one scheduling pass acts on; the rest go to the next pass, at once.")
-@click.option("--front/--no-front", envvar="PAI_MASTER_FRONT", default=True, show_default=True,
-              help="Serve the job lists and details from a process of its own in front of the master, so that they "
-                   "stay fast while it is busy (see docs/architecture.md).")
-@click.option("--agent-port", envvar="PAI_MASTER_AGENT_PORT", default=None, type=click.IntRange(1, 65535),
-              help="Also answer on this port with the master itself, past the front: point the agents' --master "
-                   "at it so that their heartbeats do not pass through the front (a large cluster).")
+@click.option("--workers", envvar="PAI_MASTER_WORKERS", default=None, type=click.IntRange(min=1),
+              help="PostgreSQL: API worker processes serving --port (default: this machine's cores). SQLite serves "
+                   "from one process.")
+@click.option("--launcher-port", envvar="PAI_MASTER_LAUNCHER_PORT", default=None, type=click.IntRange(1, 65535),
+              help="PostgreSQL: the port of this master's launcher, which the agents talk to (default: --port + 1).")
 @click.option("--usage-sample-seconds", default=60.0, show_default=True, type=click.FloatRange(min=0.1),
               help="How often every VC's usage is sampled for the dashboard's chart (kept 3 days).")
 @click.option("--advertise-url", envvar="PAI_MASTER_ADVERTISE_URL", default=None,
-              help="The base URL agents and the other masters reach this master at (a standby sends the agents to "
-                   "the leader's); default http://<this machine's name>:<port>.")
+              help="The base URL users and the other masters reach this master's API at (its launcher's: the same "
+                   "host with --launcher-port); default http://<this machine's name>:<port>.")
 @click.option("--lease-seconds", default=_LEASE.lease_seconds, type=click.FloatRange(min=0.1), hidden=True)
 @click.option("--lease-renew-seconds", default=_LEASE.renew_every, type=click.FloatRange(min=0.01), hidden=True)
 @click.option("--lease-step-down-seconds", default=_LEASE.step_down_after, type=click.FloatRange(min=0.05),
               hidden=True)
 def master(host: str, port: int, data_dir: Path | None, database_url: str | None, grace_seconds: float,
            node_timeout: float, vc_config: Path | None, heartbeat: float, max_body_mb: int,
-           fence_grace: float, full_pass_seconds: float, list_processes: int, admissions_per_pass: int,
-           front: bool, agent_port: int | None, usage_sample_seconds: float, advertise_url: str | None,
+           fence_grace: float, full_pass_seconds: float, admissions_per_pass: int, workers: int | None,
+           launcher_port: int | None, usage_sample_seconds: float, advertise_url: str | None,
            lease_seconds: float, lease_renew_seconds: float, lease_step_down_seconds: float) -> None:
     """Run the master: REST API, scheduler loop and store."""
     setup_logging("master")
@@ -83,9 +83,8 @@ def master(host: str, port: int, data_dir: Path | None, database_url: str | None
         database_url=database_url,
         vc_config=vc_config,
         max_body_bytes=max_body_mb * 1024 * 1024,
-        list_processes=list_processes,
-        front=front,
-        agent_port=agent_port,
+        workers=_workers(workers, database_url),
+        launcher_port=launcher_port,
         advertise_url=advertise_url,
         lease=lease,
         launcher=LauncherConfig(
@@ -98,10 +97,23 @@ def master(host: str, port: int, data_dir: Path | None, database_url: str | None
         serve(config, lambda msg: click.echo(msg, err=True), setup_logging)
     except MasterRunningError as e:  # a second master on one SQLite file
         raise click.ClickException(e.message) from None
+    except ApiFailedError as e:
+        raise click.ClickException(str(e)) from None
     except SecretKeyError as e:  # not the key that sealed this database's secrets (docs/operations.md)
         raise click.ClickException(e.message) from None
     except OSError as e:
         if e.errno != errno.EADDRINUSE:
             raise
-        flag = "--agent-port" if agent_port is not None and f"port {agent_port} " in str(e.strerror) else "--port"
+        flag = "--port" if f"port {config.port} " in str(e.strerror) else "--launcher-port"
         raise click.ClickException(f"{e.strerror}; choose another with {flag}") from None
+
+
+def _workers(asked: int | None, url: str | None) -> int:
+    """API worker processes: 0 (one process for everything) on SQLite, which has one writer; on PostgreSQL as many
+    as asked, else one per core."""
+    if url is None or make_url(url).get_backend_name() == "sqlite":
+        if asked is not None and asked > 1:
+            raise click.ClickException(f"--workers {asked}: more than one API worker needs PostgreSQL "
+                                       "(--database-url postgresql+psycopg://...); SQLite serves from one process")
+        return 0
+    return asked or os.cpu_count() or 1

@@ -9,13 +9,14 @@ Stop the masters of the database first: a running master keeps the key it starte
 
 from __future__ import annotations
 
-import socket
+import time
 from pathlib import Path
 
 import click
+from sqlalchemy.exc import SQLAlchemyError
 
-from pai.rest_server.front import MASTER_SOCKET
 from pai.store import keyring as keyrings
+from pai.store import leases
 from pai.store.db import Database, database_url, default_data_dir
 from pai.store.keyring import KEY_ENV, Keyring, SecretKeyError
 from pai.store.rotation import rotate
@@ -54,9 +55,9 @@ def _rotate(directory: Path, url: str, new_key: str | None) -> None:
     if current is None:
         raise click.ClickException(f"no secret key to rotate: {KEY_ENV} is not set and "
                                    f"{keyrings.key_file(directory)} does not exist")
-    if _master_answers(directory):
-        raise click.ClickException(f"a master is running on {directory}: stop it (and every master of this "
-                                   "database) first, since a running master keeps the key it started with")
+    if _master_running(url):
+        raise click.ClickException("a master of this database is running (it holds the launcher's lease): stop "
+                                   "every master of it first, since a running master keeps the key it started with")
     new = Keyring((new_key,), "--new-key") if new_key else Keyring.generate()
     both = new.with_older(current)
     from_file = current.source != KEY_ENV
@@ -79,13 +80,14 @@ def _rotate(directory: Path, url: str, new_key: str | None) -> None:
         click.echo(new.keys[0])
 
 
-def _master_answers(directory: Path) -> bool:
-    path = directory / MASTER_SOCKET
-    if not path.exists():
+def _master_running(url: str) -> bool:
+    """Whether a master of this database holds the launcher's lease (every master asks for it while it runs)."""
+    db = Database(url)
+    try:
+        with db.session() as s:
+            lease = leases.current(s, leases.LAUNCHER)
+    except SQLAlchemyError:  # no lease table yet: no master has run this version on it
         return False
-    with socket.socket(socket.AF_UNIX) as s:
-        try:
-            s.connect(str(path))
-        except OSError:
-            return False  # left by a master that was killed
-    return True
+    finally:
+        db.dispose()
+    return lease is not None and lease.holder != leases.RELEASED and lease.expires_at >= time.time()

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import math
 import queue
-import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import ParamSpec, TypeVar
 
@@ -24,7 +24,6 @@ R = TypeVar("R")
 
 
 READERS = 4
-READ_PRIORITY_SECONDS = 0.02  # the longest the writer thread waits for the reads in flight when it is given work
 
 
 class StoreThread:
@@ -36,55 +35,18 @@ class StoreThread:
     threads, each with its own connection, and never wait for a write to finish: SQLite in WAL mode and
     PostgreSQL both let a reader see the last committed state while a writer works."""
 
-    def __init__(self, readers: int = READERS, read_priority: float = READ_PRIORITY_SECONDS) -> None:
+    def __init__(self, readers: int = READERS) -> None:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pai-store")
         self._readers = ThreadPoolExecutor(max_workers=readers, thread_name_prefix="pai-read")
-        self.read_priority = read_priority
-        self._reads_lock = threading.Condition()
-        self._reads_begun = 0  # reads given to the reader threads so far (counted on the event loop)
-        self._reads_running: set[int] = set()  # the numbers of those not finished
 
     async def call(self, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
         """Run ``fn`` (a transaction that may write) on the writer thread."""
-        loop, before = asyncio.get_running_loop(), self._reads_begun
-        return await loop.run_in_executor(self._pool, lambda: self._after_reads(before, fn, *args, **kwargs))
+        return await asyncio.get_running_loop().run_in_executor(self._pool, functools.partial(fn, *args, **kwargs))
 
     async def read(self, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
-        """Run ``fn`` (a transaction that only reads) on a reader thread. It counts as in flight (``_after_reads``)
-        until its result is back on the event loop."""
-        loop = asyncio.get_running_loop()
-        with self._reading():
-            return await loop.run_in_executor(self._readers, lambda: fn(*args, **kwargs))
-
-    async def behind_reads(self, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
-        """Run ``fn`` (Python work outside the store, such as parsing a job spec) on a worker thread, once the
-        reads in flight are done (``_after_reads``)."""
-        loop, before = asyncio.get_running_loop(), self._reads_begun
-        return await loop.run_in_executor(None, lambda: self._after_reads(before, fn, *args, **kwargs))
-
-    @contextlib.contextmanager
-    def _reading(self) -> Iterator[None]:
-        with self._reads_lock:
-            self._reads_begun += 1
-            number = self._reads_begun
-            self._reads_running.add(number)
-        try:
-            yield
-        finally:
-            with self._reads_lock:
-                self._reads_running.discard(number)
-                self._reads_lock.notify_all()
-
-    def _after_reads(self, before: int, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
-        """Reads go first. Every thread shares the interpreter lock, and a reader gives it up at every row it
-        fetches: with the writer busy (a burst of submissions) a short page then waits up to a switch interval
-        (``sys.getswitchinterval()``) for it each time. So the writer, and the threads parsing submissions, let the
-        reads in flight when they are given work finish before they start it, waiting at most ``read_priority``
-        seconds; reads begun after that do not hold them up, so a stream of reads cannot starve the writer."""
-        with self._reads_lock:
-            self._reads_lock.wait_for(lambda: not self._reads_running or min(self._reads_running) > before,
-                                      timeout=self.read_priority)
-        return fn(*args, **kwargs)
+        """Run ``fn`` (a transaction that only reads, or other work that must not hold the event loop) on a reader
+        thread."""
+        return await asyncio.get_running_loop().run_in_executor(self._readers, functools.partial(fn, *args, **kwargs))
 
     def close(self) -> None:
         self._readers.shutdown(wait=True)

@@ -237,15 +237,6 @@ class Launcher:
         with self.db.session() as s:
             return self.clusters.get(s).jobs_readable_by_all
 
-    def cache_generations(self) -> tuple[int, int]:
-        """How many times the cached users and tokens, and the cached cluster configuration, were forgotten (a change
-        to them; the full pass's re-read of the configuration)."""
-        return self.accounts.generation, self.clusters.generation
-
-    def watch_caches(self, changed: Callable[[], None]) -> None:
-        """Call ``changed`` after either cache is forgotten (the read front follows: ``pai.rest_server.handoff``)."""
-        self.accounts.on_invalidate = self.clusters.on_invalidate = changed
-
     def cached_jobs_readable_by_all(self) -> bool | None:
         cluster = self.clusters.cached()
         return None if cluster is None else cluster.jobs_readable_by_all

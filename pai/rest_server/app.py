@@ -1,15 +1,24 @@
-"""The master's app factory: engines and loops live in ``cleanup_ctx``; one route table; one error middleware."""
+"""The master's app factories: engines and loops live in ``cleanup_ctx``; one route table; one error middleware.
+
+One topology per database (docs/architecture.md):
+
+- ``make_app``: SQLite (``pai up``, ``pai master`` by default). One process serves users and agents, and runs the
+  launcher.
+- PostgreSQL: ``make_launcher_app`` in the ``pai master`` process (the agents' endpoints on the launcher's port,
+  the elected launcher, the migrations, the cluster configuration file), and ``make_api_app`` in each of the
+  ``--workers`` processes that gunicorn starts on the public port (``pai.rest_server.serve``): stateless, each
+  request a transaction of its own; the agents' endpoints there send the agents to the leading launcher.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from enum import Enum
 
 from aiohttp import ClientSession, web
-from aiohttp.typedefs import Handler
 
 from pai.jobspec.vcconfig import load_cluster_config
 from pai.launcher.loop import LauncherLoop, StoreThread
@@ -20,54 +29,85 @@ from pai.protocol.door import DOOR_LOGGER
 from pai.rest_server.channel import AgentChannels
 from pai.rest_server.config import MasterConfig
 from pai.rest_server.errors import PARSER_LINE_LIMIT, add_request_id, error_middleware
-from pai.rest_server.heap import freeze_heap
-from pai.rest_server.keys import AGENT_TOKEN, CHANNELS, CONFIG, DB, HTTP, LAUNCHER, LISTS, LOOP, ROLE, STORE, VCADMIN
+from pai.rest_server.keys import (
+    AGENT_TOKEN,
+    CHANNELS,
+    CONFIG,
+    DB,
+    HTTP,
+    LAUNCHER,
+    LOOP,
+    ROLE,
+    STORE,
+    VCADMIN,
+    WAKE,
+)
 from pai.rest_server.leading import leadership, new_holder
-from pai.rest_server.listing import Lists
 from pai.rest_server.metrics import timing_middleware
-from pai.rest_server.routes import routes
+from pai.rest_server.routes import agent_routes, elsewhere_routes, monitor_routes, user_routes
 from pai.store.db import Database
 from pai.store.private import private_dir
 
 log = logging.getLogger("pai.master")
 
 
+class Part(Enum):
+    """What a process of the master serves."""
+
+    WHOLE = "whole"  # users, agents and the launcher (SQLite)
+    LAUNCHER = "launcher"  # the agents and the launcher (PostgreSQL: the pai master process)
+    API = "api"  # the users (PostgreSQL: a gunicorn worker)
+
+    def launches(self) -> bool:
+        return self is not Part.API
+
+
+def _ignore() -> None:
+    """An API worker's wake-up: the launcher hears of the change from the database (NOTIFY)."""
+
+
 async def _database(app: web.Application) -> AsyncIterator[None]:
-    config = app[CONFIG]
+    config, part = app[CONFIG], app[PART]
     private_dir(config.data_dir)  # 0700: the database, the tokens and the secret key are in it
     app[AGENT_TOKEN] = config.resolve_agent_token()
-    if not config.agent_token:
-        log.info("agents must present the token kept in file=%s", config.agent_token_file)
     store = StoreThread()
     db = Database(config.db_url())
     keyring = await store.call(config.secret_keyring, db.engine)
-    log.info("job secrets are sealed with the secret key from source=%s", keyring.source)
+    if part.launches():
+        log.info("job secrets are sealed with the secret key from source=%s", keyring.source)
     db.use_keyring(keyring)
-    await store.call(db.migrate)  # refuses a key that does not open what the database has sealed
-    app[STORE] = store
-    app[DB] = db
+    app[STORE], app[DB] = store, db
     app[LAUNCHER] = Launcher(db, config.launcher, protected_paths=(str(config.data_dir),))
-    app[ROLE] = Role(new_holder(config.advertised()), leading=False, metrics=app[LAUNCHER].metrics)  # elected below
+    app[VCADMIN] = VcAdmin(db, app[LAUNCHER].clock, app[LAUNCHER].clusters, app[LAUNCHER].accounts)
+    if part.launches():
+        await _prepare(app, store, db)
+    yield
+    await store.call(db.dispose)
+    store.close()
+
+
+async def _prepare(app: web.Application, store: StoreThread, db: Database) -> None:
+    """What the launcher's process does once at start, before any worker serves: the migrations, the first admin,
+    the cluster configuration file."""
+    config = app[CONFIG]
+    if not config.agent_token:
+        log.info("agents must present the token kept in file=%s", config.agent_token_file)
+    await store.call(db.migrate)  # refuses a key that does not open what the database has sealed
     if config.admin_password:
         await store.call(app[LAUNCHER].accounts.ensure_admin, config.admin_user, config.admin_password)
-    app[LISTS] = Lists(db, store, 0 if config.front else config.list_processes)  # the front reads long ones
-    app[LISTS].start()
-    app[VCADMIN] = VcAdmin(db, app[LAUNCHER].clock, app[LAUNCHER].clusters, app[LAUNCHER].accounts)
     if config.vc_config is not None:
         doc = load_cluster_config(config.vc_config.read_text(), str(config.vc_config))
         await store.call(app[VCADMIN].apply_file, doc)
         log.info("cluster configuration applied file=%s vcs=%d", config.vc_config,
                  len(doc.get("virtualClusters", [])))
-    yield
-    await asyncio.get_running_loop().run_in_executor(None, app[LISTS].close)
-    await store.call(db.dispose)
-    store.close()
 
 
 async def _launcher_loop(app: web.Application) -> AsyncIterator[None]:
+    app[ROLE] = Role(new_holder(app[CONFIG].launcher_url()), leading=False, metrics=app[LAUNCHER].metrics)
     loop = LauncherLoop(app[LAUNCHER], app[STORE], app[CONFIG].tick_seconds, notify=app[CHANNELS].poke,
                         role=app[ROLE])
     app[LOOP] = loop
+    app[WAKE] = loop.wake
     task = asyncio.create_task(loop.run(), name="launcher-loop")
     yield
     task.cancel()
@@ -81,34 +121,44 @@ async def _http_client(app: web.Application) -> AsyncIterator[None]:
         yield
 
 
-def _from_front(request: web.Request) -> bool:
-    """Whether the request came on the master's Unix socket: from the front (only its user's processes can open
-    the socket)."""
-    sock = request.transport.get_extra_info("socket") if request.transport is not None else None
-    return sock is not None and sock.family == socket.AF_UNIX
+PART = web.AppKey("part", Part)
 
 
-@web.middleware
-async def _forwarded_for(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Behind the front, a request arrives on the master's Unix socket and names its caller's address in
-    ``X-Forwarded-For``; on a TCP socket that header is the caller's own claim."""
-    forwarded = request.headers.get("X-Forwarded-For")
-    if forwarded is not None and _from_front(request):
-        request = request.clone(remote=forwarded.rsplit(",", 1)[-1].strip())
-    return await handler(request)
-
-
-def make_app(config: MasterConfig) -> web.Application:
+def _base(config: MasterConfig, part: Part) -> web.Application:
     # aiohttp's parser answers a longer request line or header itself, in plain text; below its limit the error
     # middleware refuses what is too long with a JSON 414/431 (see pai.rest_server.errors).
     parser = {"max_line_size": PARSER_LINE_LIMIT, "max_field_size": PARSER_LINE_LIMIT, "logger": DOOR_LOGGER}
-    app = web.Application(middlewares=[_forwarded_for, timing_middleware, error_middleware],
-                          client_max_size=config.max_body_bytes, handler_args=parser)
+    app = web.Application(middlewares=[timing_middleware, error_middleware], client_max_size=config.max_body_bytes,
+                          handler_args=parser)
     app.on_response_prepare.append(add_request_id)
-    app[CONFIG] = config
-    app[CHANNELS] = AgentChannels(epoch=lambda: app[LAUNCHER].epoch)  # pokes are sent once the launcher is up
-    app.on_shutdown.append(lambda a: a[CHANNELS].close())  # open WebSockets would hold the shutdown
-    app.cleanup_ctx.extend([_database, _launcher_loop, leadership, _http_client])
-    app.on_startup.append(freeze_heap)  # after the contexts above have started
-    app.add_routes(routes)
+    app[CONFIG], app[PART] = config, part
+    contexts: list[Callable[[web.Application], AsyncIterator[None]]] = [_database]
+    if part.launches():
+        app[CHANNELS] = AgentChannels(epoch=lambda: app[LAUNCHER].epoch)  # pokes are sent once the launcher is up
+        app.on_shutdown.append(lambda a: a[CHANNELS].close())  # open WebSockets would hold the shutdown
+        contexts += [_launcher_loop, leadership]
+    else:
+        app[WAKE] = _ignore
+    app.cleanup_ctx.extend([*contexts, _http_client])
+    return app
+
+
+def make_app(config: MasterConfig) -> web.Application:
+    """The whole master in one process (SQLite)."""
+    app = _base(config, Part.WHOLE)
+    app.add_routes([*user_routes, *monitor_routes, *agent_routes])
+    return app
+
+
+def make_launcher_app(config: MasterConfig) -> web.Application:
+    """The launcher's process (PostgreSQL): the agents' endpoints, /healthz and /metrics."""
+    app = _base(config, Part.LAUNCHER)
+    app.add_routes([*monitor_routes, *agent_routes])
+    return app
+
+
+def make_api_app(config: MasterConfig) -> web.Application:
+    """An API worker (PostgreSQL): the users' API; an agent is sent to the leading launcher."""
+    app = _base(config, Part.API)
+    app.add_routes([*user_routes, *monitor_routes, *elsewhere_routes])
     return app

@@ -7,6 +7,7 @@ import secrets
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from sqlalchemy import Engine
 
@@ -35,17 +36,30 @@ class MasterConfig:
     tick_seconds: float = 0.5
     vc_config: Path | None = None  # a cluster configuration file (job_schemas/vc-config.json) applied at start
     max_body_bytes: int = 4 * 1024 * 1024  # a larger request body is refused with 413 before it is read whole
-    list_processes: int = 1  # processes that read long job lists (pai.rest_server.listing); 0: reader threads
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
-    agent_port: int | None = None  # a port where the master itself answers (for agents, past the front)
-    advertise_url: str | None = None  # the base URL agents and other masters reach this one at; None: advertised()
+    advertise_url: str | None = None  # the base URL users and other masters reach this one at; None: advertised()
     lease: Timing = field(default_factory=Timing)  # the launcher's lease (pai.launcher.leadership)
-    front: bool = False  # served behind the read front (pai.rest_server.front; pai master's default), which reads lists
+    # PostgreSQL: the users' API is served by this many worker processes (gunicorn) and the launcher, with the
+    # agents' endpoints, by a process of its own on ``launcher_port``; 0: the embedded topology (one process)
+    workers: int = 0
+    launcher_port: int | None = None  # None: port + 1
 
     def advertised(self) -> str:
-        """The base URL this master advertises in the launcher's lease (a standby names it to the agents):
-        ``advertise_url``, else ``http://<this machine's name>:<port>``."""
+        """The base URL of this master's users' API: ``advertise_url``, else ``http://<this machine's name>:<port>``."""
         return (self.advertise_url or f"http://{socket.gethostname()}:{self.port}").rstrip("/")
+
+    @property
+    def launcher_port_number(self) -> int:
+        return self.port + 1 if self.launcher_port is None else self.launcher_port
+
+    def launcher_url(self) -> str:
+        """The base URL of this master's launcher, which the agents talk to (a standby names the leader's to
+        them): the API's on the embedded topology; else the advertised API URL with the launcher's port."""
+        api = self.advertised()
+        if not self.workers:
+            return api
+        parts = urlsplit(api)
+        return urlunsplit((parts.scheme, f"{parts.hostname}:{self.launcher_port_number}", "", "", "")).rstrip("/")
 
     def db_url(self) -> str:
         return self.database_url or database_url(self.data_dir)

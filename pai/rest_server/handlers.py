@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import ipaddress
+import time
 from typing import Any
 
 from aiohttp import web
 
 from pai import __version__
-from pai.domain.errors import ForbiddenUserError, InvalidParametersError, NoVirtualClusterError
+from pai.domain.errors import ForbiddenUserError, InvalidParametersError, NotLeaderError, NoVirtualClusterError
 from pai.domain.node import NodeState
 from pai.domain.node import sku_types as node_sku_types
 from pai.jobspec.agentmsg import check_agent_message
@@ -17,8 +18,10 @@ from pai.protocol.messages import HeartbeatRequest, ProtocolError, RegisterReque
 from pai.rest_server.auth import check_agent, current_user
 from pai.rest_server.bodies import json_body
 from pai.rest_server.jobs import reader
-from pai.rest_server.keys import CHANNELS, CONFIG, LAUNCHER, LOOP, ROLE, STORE, VCADMIN
+from pai.rest_server.keys import CHANNELS, CONFIG, DB, LAUNCHER, LOOP, ROLE, STORE, VCADMIN, WAKE
 from pai.rest_server.views import node_view
+from pai.store import leases, masters
+from pai.store.db import Database
 
 
 async def api_v1(request: web.Request) -> web.Response:
@@ -42,7 +45,11 @@ def _is_loopback(address: str | None) -> bool:
 
 
 async def healthz(request: web.Request) -> web.Response:
-    return web.json_response({"status": "ok", "schedulingPasses": request.app[LOOP].passes})
+    """Up; with the launcher's passes so far where this process runs the launcher."""
+    body: dict[str, Any] = {"status": "ok"}
+    if LOOP in request.app:
+        body["schedulingPasses"] = request.app[LOOP].passes
+    return web.json_response(body)
 
 
 async def list_nodes(request: web.Request) -> web.Response:
@@ -79,8 +86,21 @@ async def set_node_state(request: web.Request) -> web.Response:
         raise InvalidParametersError(f"value: {value!r} is not one of {', '.join(allowed)}", field="value")
     name = request.match_info["node"]
     await request.app[STORE].call(request.app[LAUNCHER].set_node_state, name, allowed[str(value)])
-    request.app[LOOP].wake()
+    request.app[WAKE]()
     return web.json_response({"name": name, "state": value})
+
+
+async def agent_elsewhere(request: web.Request) -> web.Response:
+    """An agent reached an API worker (PostgreSQL): NotLeaderError naming the leading launcher's URL, where the
+    agent goes (none while no launcher leads: the agent tries its next master)."""
+    check_agent(request)
+    raise NotLeaderError(await request.app[STORE].read(_leader_url, request.app[DB]))
+
+
+def _leader_url(db: Database) -> str | None:
+    with db.session() as s:
+        lease = leases.current(s, leases.LAUNCHER)
+    return None if lease is None or lease.expires_at < time.time() else masters.url_of(lease.holder)
 
 
 async def agent_register(request: web.Request) -> web.Response:

@@ -21,8 +21,8 @@ from pai.launcher.queries import JobFilters, Order
 from pai.rest_server.auth import current_user
 from pai.rest_server.bodies import json_body
 from pai.rest_server.job_views import job_detail
-from pai.rest_server.keys import AGENT_TOKEN, HTTP, LAUNCHER, LISTS, LOOP, STORE
-from pai.rest_server.views import attempt_view
+from pai.rest_server.keys import AGENT_TOKEN, HTTP, LAUNCHER, STORE, WAKE
+from pai.rest_server.views import attempt_view, summary_view
 from pai.store.db import Database
 from pai.store.records import User
 from pai.store.summaries import SORT_FIELDS, SortField
@@ -118,8 +118,15 @@ async def list_jobs(request: web.Request) -> web.Response:
         order=order,
         with_total=q.get("withTotalCount", "").lower() == "true",
     )
-    body = await request.app[LISTS].render(filters)
+    body = await request.app[STORE].read(_list_body, request.app[LAUNCHER].db, filters)
     return web.Response(body=body, content_type="application/json")
+
+
+def _list_body(db: Database, filters: JobFilters) -> bytes:
+    """One page of the job list as the API answers it (OpenPAI's shape; with ``totalCount`` when asked)."""
+    page = queries.list_jobs(db, filters)
+    data = [summary_view(j) for j in page.jobs]
+    return json.dumps(data if page.total is None else {"totalCount": page.total, "data": data}).encode()
 
 
 def key_of(request: web.Request) -> str:
@@ -171,7 +178,7 @@ async def execution_type(request: web.Request) -> web.Response:
         state = result.job.state.value
         return web.json_response({"message": f"job {key} has already ended ({state}): nothing to stop",
                                   "jobState": state, "alreadyEnded": True}, status=202)
-    request.app[LOOP].wake()
+    request.app[WAKE]()
     return web.json_response({"message": f"execute job {key} successfully", "jobState": result.job.state.value,
                               "alreadyEnded": False}, status=202)
 

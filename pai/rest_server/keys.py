@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from aiohttp import ClientSession, web
 
 from pai.launcher.loop import LauncherLoop, StoreThread
@@ -10,7 +12,6 @@ from pai.launcher.service import Launcher
 from pai.launcher.vcadmin import VcAdmin
 from pai.rest_server.channel import AgentChannels
 from pai.rest_server.config import MasterConfig
-from pai.rest_server.listing import Lists
 from pai.store.db import Database
 
 CONFIG = web.AppKey("config", MasterConfig)
@@ -23,4 +24,4 @@ HTTP = web.AppKey("http", ClientSession)
 CHANNELS = web.AppKey("channels", AgentChannels)  # the agents' WebSockets, for pokes
 AGENT_TOKEN = web.AppKey("agent_token", str)  # what agents present, and what the master shows their log servers
 ROLE = web.AppKey("role", Role)  # whether this master's launcher leads (pai.rest_server.leading)
-LISTS = web.AppKey("lists", Lists)  # where a job list is read: a reader thread or a list process
+WAKE: web.AppKey[Callable[[], None]] = web.AppKey("wake")  # a change for the launcher: its loop, or nothing (NOTIFY tells it)

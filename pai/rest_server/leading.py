@@ -61,7 +61,7 @@ async def leadership(app: web.Application) -> AsyncIterator[None]:
     def ask(epoch: int | None) -> LeaseState:
         with db.session() as s:
             lease = leases.acquire_or_renew(s, leases.LAUNCHER, holder, timing.lease_seconds, epoch=epoch)
-            masters.seen(s, holder, lease.epoch)
+            masters.seen(s, holder, lease.epoch, url=config.advertised())
             return lease
 
     def writer(fn: Callable[..., T], *args: Any) -> T:
@@ -139,14 +139,15 @@ async def list_masters(request: web.Request) -> web.Response:
     """``GET /api/v2/masters``: every master that asked for the launcher's lease lately, the leader first."""
     await current_user(request)
     app = request.app
-    role, db, within = app[ROLE], app[DB], 2 * app[CONFIG].lease.lease_seconds
+    db, config = app[DB], app[CONFIG]
+    within = 2 * config.lease.lease_seconds
 
     def read() -> list[masters.Master]:
         with db.session() as s:
             return masters.recent(s, within)
 
     rows = await app[STORE].read(read)
-    body: list[dict[str, Any]] = [{"url": m.url, "role": m.role, "epoch": m.epoch,
-                                   "lastRenewal": round(m.seen_at * 1000), "self": m.holder == role.holder}
-                                  for m in rows]
+    body: list[dict[str, Any]] = [{"url": m.url, "launcherUrl": masters.url_of(m.holder), "role": m.role,
+                                   "epoch": m.epoch, "lastRenewal": round(m.seen_at * 1000),
+                                   "self": m.url == config.advertised()} for m in rows]
     return web.json_response(body)

@@ -52,34 +52,3 @@ async def timing_middleware(request: web.Request, handler: Handler) -> web.Strea
         route = resource.canonical.removesuffix("{trailing_slash}") if resource is not None else "unmatched"
         request.app[LAUNCHER].metrics.rest_seconds.labels(request.method, route, f"{status // 100}xx").observe(
             time.perf_counter() - began)
-
-
-
-def merged_metrics(master: str, front: str) -> str:
-    """The master's exposition with the front's families (its timings of the requests it answered itself: label
-    sets the master never has) merged in: the text format wants each family in one group, so the front's samples
-    join the master's group of the same name; a family only the front has is added whole."""
-    lines = master.rstrip("\n").split("\n")
-    for name, group in _groups(front):
-        typed = next((i for i, line in enumerate(lines) if line.startswith(f"# TYPE {name} ")), None)
-        if typed is None:
-            lines.extend(group)
-            continue
-        end = typed + 1
-        while end < len(lines) and not lines[end].startswith("#"):
-            end += 1
-        lines[end:end] = [line for line in group if not line.startswith("#")]
-    return "\n".join(lines) + "\n"
-
-
-def _groups(text: str) -> list[tuple[str, list[str]]]:
-    """An exposition's families in order: the name in each ``# TYPE`` line, with its HELP, TYPE and sample lines."""
-    groups: list[tuple[str, list[str]]] = []
-    for line in text.splitlines():
-        if line.startswith("# HELP ") or not groups:
-            groups.append(("", []))
-        name, group = groups[-1]
-        if line.startswith("# TYPE "):
-            groups[-1] = (line.split()[2], group)
-        group.append(line)
-    return [(name, group) for name, group in groups if name]

@@ -15,12 +15,9 @@ JOB = "/api/v2/jobs/{key:[^/]+}"  # user~job; another name is answered NoJobErro
 V1_JOB = "/api/v1/user/{user}/jobs/{name}"  # OpenPAI v0.14's
 TASK = JOB + "/attempts/{attempt:\\d+}/taskRoles/{role}/taskIndex/{index:\\d+}/attempts"  # a task in a job attempt
 
-_routes: list[web.RouteDef] = [
+_users: list[web.RouteDef] = [
     web.get("/api/v1", h.api_v1),
     web.get("/api/v2/info", h.info),
-    web.get("/healthz", h.healthz),
-    web.get("/metrics", metrics.metrics),  # Prometheus
-    web.get("/metrics/agents", metrics.agent_targets),  # Prometheus's http_sd_configs
     web.get("/api/v2/openapi.json", openapi.openapi_json),  # job_schemas/openapi.yaml
     *[route for v in ("v1", "v2") for route in (
         web.post(f"/api/{v}/authn/basic/login", authn.login),
@@ -108,12 +105,25 @@ _routes: list[web.RouteDef] = [
     web.put("/api/v2/virtual-clusters/{vc}/status", vcs.put_vc_status),
     web.delete("/api/v1/virtual-clusters/{vc}", vcs.delete_vc),
     web.delete("/api/v2/virtual-clusters/{vc}", vcs.delete_vc),
-    web.post("/api/internal/agents/register", h.agent_register),
-    web.post("/api/internal/agents/{node}/heartbeat", h.agent_heartbeat),
-    web.get("/api/internal/agents/{node}/channel", h.agent_channel),
     web.get("/", index),  # the dashboard (pai/rest_server/dashboard/static/)
     web.get("/dashboard/{file:[A-Za-z0-9_.-]+}", asset),
 ]
+
+_monitor: list[web.RouteDef] = [
+    web.get("/healthz", h.healthz),
+    web.get("/metrics", metrics.metrics),  # Prometheus
+    web.get("/metrics/agents", metrics.agent_targets),  # Prometheus's http_sd_configs
+]
+
+AGENTS = ("/api/internal/agents/register", "/api/internal/agents/{node}/heartbeat",
+          "/api/internal/agents/{node}/channel")
+_agents: list[web.RouteDef] = [
+    web.post(AGENTS[0], h.agent_register),
+    web.post(AGENTS[1], h.agent_heartbeat),
+    web.get(AGENTS[2], h.agent_channel),
+]
+# An API worker's answer to an agent: the leading launcher's URL (NotLeaderError), where the agent goes
+_elsewhere: list[web.RouteDef] = [web.route(r.method, r.path, h.agent_elsewhere) for r in _agents]
 
 
 def _slash_optional(route: web.RouteDef) -> web.RouteDef:
@@ -124,12 +134,8 @@ def _slash_optional(route: web.RouteDef) -> web.RouteDef:
     return web.RouteDef(route.method, route.path + "{trailing_slash:/?}", route.handler, route.kwargs)
 
 
-routes: list[web.RouteDef] = [_slash_optional(r) for r in _routes]
-
-# The reads the front answers itself (pai.rest_server.front): what users and the dashboard poll, read from the
-# store alone (no launcher state), so that they are answered in the front's process while the master is busy.
-FRONT = frozenset({jobs.list_jobs, jobs.job_detail_handler, jobs.job_config})
-
-
-def served_by_front() -> list[web.RouteDef]:
-    return [r for r in routes if r.method == "GET" and r.handler in FRONT]
+user_routes: list[web.RouteDef] = [_slash_optional(r) for r in _users]
+monitor_routes: list[web.RouteDef] = _monitor
+agent_routes: list[web.RouteDef] = [_slash_optional(r) for r in _agents]
+elsewhere_routes: list[web.RouteDef] = [_slash_optional(r) for r in _elsewhere]
+routes: list[web.RouteDef] = [*user_routes, *monitor_routes, *agent_routes]  # the whole master's (SQLite)

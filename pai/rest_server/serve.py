@@ -1,10 +1,14 @@
-"""How ``pai master`` serves its address: alone, or behind the read front (``pai.rest_server.front``).
+"""How ``pai master`` serves: one process on SQLite; on PostgreSQL, the launcher's process and N API workers.
 
-Behind the front, the master's process binds the public address first (so that a port in use is reported at
-once), starts the master on a Unix socket, then starts the front in a process of its own (spawned: a fresh
-interpreter, not a fork of one with threads), handing it the bound socket. A front that ends unexpectedly is
-started again on the same socket; the master ends it before it stops itself, and the front ends with the master
-even if the master is killed (its watchdog).
+On SQLite (``config.workers == 0``) one process serves users and agents and runs the launcher (``make_app``).
+
+On PostgreSQL the ``pai master`` process binds the public port and the launcher's port first (so that a port in use
+is reported at once), starts the launcher's app (``make_launcher_app``: migrations, the election, the agents'
+endpoints on the launcher's port), and then starts gunicorn's arbiter in a process of its own (spawned: a fresh
+interpreter, not a fork of one with threads), handing it the bound public socket; the arbiter forks ``workers``
+processes with aiohttp's ``GunicornWebWorker``, each building ``make_api_app`` after the fork (docs/adr/0001). An
+arbiter that ends unexpectedly is started again; the arbiter ends with this process even if it is killed (Linux's
+parent-death signal), and a stop (SIGINT, SIGTERM) ends the workers gracefully first.
 """
 
 from __future__ import annotations
@@ -18,31 +22,29 @@ import multiprocessing
 import os
 import signal
 import socket
-import tempfile
-import threading
 from collections.abc import Callable
 from multiprocessing.process import BaseProcess
-from pathlib import Path
+from typing import Any
 
 from aiohttp import web
+from gunicorn.app.base import BaseApplication  # type: ignore[import-untyped]
 
-from pai.rest_server.app import make_app
+from pai.rest_server.app import make_api_app, make_app, make_launcher_app
 from pai.rest_server.config import MasterConfig
-from pai.rest_server.front import MASTER_SOCKET, make_front_app
-from pai.rest_server.handoff import MasterLink
-from pai.rest_server.listing import end_with
-from pai.store.private import private_dir
 
 log = logging.getLogger("pai.master")
 
 PR_SET_PDEATHSIG = 1  # prctl(2)
-RESTART_SECONDS = 1.0  # the pause before a front that ended is started again
-STOP_SECONDS = 10.0  # how long the front may take to finish its requests when the master stops
-MAX_SOCKET_PATH = 100  # a Unix socket's path is at most 107 bytes on Linux
+RESTART_SECONDS = 1.0  # the pause before an arbiter that ended is started again
+STOP_SECONDS = 10  # how long the workers may take to finish their requests when the master stops
+KEEPALIVE_SECONDS = 75  # aiohttp's own default (gunicorn's is 2 s)
+WORKER_TIMEOUT_SECONDS = 30  # a worker whose event loop has not notified the arbiter for this long is killed
+QUICK_ENDS = 3  # an arbiter that ended this many times in a row within BOOT_SECONDS of its start: the master stops
+BOOT_SECONDS = 10.0
 
 
 def bind(host: str, port: int) -> socket.socket:
-    """The public address, bound (raises OSError with EADDRINUSE when it is taken)."""
+    """The address, bound (raises OSError with EADDRINUSE when it is taken)."""
     family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
                                                          flags=socket.AI_PASSIVE)[0]
     sock = socket.socket(family, kind, proto)
@@ -58,108 +60,108 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def serve(config: MasterConfig, echo: Callable[[str], None], setup: Callable[[str], None]) -> None:
-    """Serve until SIGINT or SIGTERM, behind the front if ``config.front``. ``setup`` configures a process's logging
-    (it is given the process's name)."""
+    """Serve until SIGINT or SIGTERM. ``setup`` configures a process's logging (it is given the process's name)."""
     public = bind(config.host, config.port)
-    agents = [] if config.agent_port is None else [bind(config.host, config.agent_port)]
-    if not config.front:
-        web.run_app(make_app(config), sock=[public, *agents], print=None)
+    if not config.workers:
+        web.run_app(make_app(config), sock=public, print=None)
         return
-    asyncio.run(_behind_front(config, public, agents, echo, setup))
+    launcher = bind(config.host, config.launcher_port_number)
+    asyncio.run(_cluster_service(config, public, launcher, echo, setup))
 
 
-def master_socket_path(data_dir: Path) -> str:
-    path = str(data_dir / MASTER_SOCKET)
-    if len(path) <= MAX_SOCKET_PATH:
-        return path
-    return os.path.join(tempfile.mkdtemp(prefix="pai-master-"), MASTER_SOCKET)  # a data directory deep down
-
-
-async def _behind_front(config: MasterConfig, public: socket.socket, agents: list[socket.socket],
-                        echo: Callable[[str], None], setup: Callable[[str], None]) -> None:
+async def _cluster_service(config: MasterConfig, public: socket.socket, launcher: socket.socket,
+                           echo: Callable[[str], None], setup: Callable[[str], None]) -> None:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    path = master_socket_path(config.data_dir)
-    private_dir(config.data_dir)
-    runner = web.AppRunner(make_app(config), handle_signals=False)
-    await runner.setup()
-    link = MasterLink(path)
+    runner = web.AppRunner(make_launcher_app(config), handle_signals=False)
+    await runner.setup()  # migrated, elected (or a standby) before any worker serves
     try:
-        if os.path.exists(path):
-            os.unlink(path)  # left by a master that was killed
-        await web.UnixSite(runner, path).start()
-        os.chmod(path, 0o600)  # only this user's processes (the front) reach the master without the front
-        await link.start(runner)
-        for sock in agents:  # the agents' port: the master itself, with no hop through the front
-            await web.SockSite(runner, sock).start()
-        front = _start_front(config, public, path, setup)
-        echo(f"pai master on http://{config.host}:{config.port} (front pid {front.pid}, master pid {os.getpid()})")
+        await web.SockSite(runner, launcher).start()
+        api, started, quick = _start_api(config, public, setup), loop.time(), 0
+        echo(f"pai master on http://{config.host}:{config.port} ({config.workers} API workers under gunicorn, "
+             f"arbiter pid {api.pid}), its launcher on port {config.launcher_port_number} (pid {os.getpid()})")
         while not stop.is_set():
-            ended: asyncio.Future[object] = loop.run_in_executor(None, front.join)
+            ended: asyncio.Future[object] = loop.run_in_executor(None, api.join)
             stopping: asyncio.Future[object] = asyncio.ensure_future(stop.wait())
             await asyncio.wait([ended, stopping], return_when=asyncio.FIRST_COMPLETED)
             if stop.is_set():
                 break
             stopping.cancel()
-            exitcode = front.exitcode
-            await asyncio.sleep(RESTART_SECONDS)
-            front = _start_front(config, public, path, setup)
-            log.warning("the front ended unexpectedly exitcode=%s; started again front_pid=%s", exitcode, front.pid)
-        await loop.run_in_executor(None, _end, front)
+            with contextlib.suppress(TimeoutError):  # a terminal's Ctrl-C reaches the arbiter too
+                await asyncio.wait_for(stop.wait(), RESTART_SECONDS)
+            if stop.is_set():
+                break
+            exitcode = api.exitcode
+            quick = quick + 1 if loop.time() - started < BOOT_SECONDS + RESTART_SECONDS else 0
+            if quick >= QUICK_ENDS:
+                raise ApiFailedError(f"the API workers' arbiter ended {quick} times in a row as it started "
+                                     f"(exit code {exitcode}; its error is above)")
+            api, started = _start_api(config, public, setup), loop.time()
+            log.warning("the API workers' arbiter ended unexpectedly exitcode=%s; started again pid=%s", exitcode,
+                        api.pid)
+        await loop.run_in_executor(None, _end, api)
     finally:
-        link.close()
         await runner.cleanup()
         public.close()
-        if os.path.exists(path):
-            os.unlink(path)
+        launcher.close()
 
 
-def _start_front(config: MasterConfig, public: socket.socket, master_socket: str,
-                 setup: Callable[[str], None]) -> BaseProcess:
+class ApiFailedError(RuntimeError):
+    """The API workers cannot start (their error is in the log): the master stops rather than retry for ever."""
+
+
+def _start_api(config: MasterConfig, public: socket.socket, setup: Callable[[str], None]) -> BaseProcess:
     context = multiprocessing.get_context("spawn")
-    process = context.Process(target=run_front, args=(config, public, master_socket, os.getpid(), setup),
-                              name="pai-front")
+    process = context.Process(target=run_api, args=(config, public, os.getpid(), setup), name="pai-api")
     process.start()
     return process
 
 
-def _end(front: BaseProcess) -> None:
-    if front.is_alive():
-        front.terminate()  # SIGTERM: the front finishes the requests in flight
-        front.join(STOP_SECONDS)
-    if front.is_alive():
-        front.kill()
-        front.join()
+def _end(api: BaseProcess) -> None:
+    if api.is_alive():
+        api.terminate()  # SIGTERM: gunicorn's graceful stop; the workers finish the requests in flight
+        api.join(STOP_SECONDS + 5)
+    if api.is_alive():
+        api.kill()
+        api.join()
 
 
-def run_front(config: MasterConfig, public: socket.socket, master_socket: str, master_pid: int,
-              setup: Callable[[str], None]) -> None:
-    """The front process: serve ``public`` until SIGTERM or SIGINT, or until the master has ended."""
-    setup("front")
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C reaches the master, which ends the front
-    _end_with_parent(master_pid)
-    threading.Thread(target=end_with, args=(master_pid,), name="pai-front-watchdog", daemon=True).start()
-    asyncio.run(_front(config, public, master_socket))
+class ApiWorkers(BaseApplication):  # type: ignore[misc]  # gunicorn has no type hints
+    """gunicorn's arbiter, embedded (its documented custom application): ``workers`` processes accept on the one
+    public socket, each serving ``make_api_app``."""
+
+    def __init__(self, config: MasterConfig, public: socket.socket) -> None:
+        self.config, self.public = config, public
+        super().__init__()
+
+    def load_config(self) -> None:
+        settings: dict[str, Any] = {
+            "bind": [f"fd://{self.public.fileno()}"],
+            "workers": self.config.workers,
+            "worker_class": "aiohttp.GunicornWebWorker",
+            "keepalive": KEEPALIVE_SECONDS,
+            "graceful_timeout": STOP_SECONDS,
+            "timeout": WORKER_TIMEOUT_SECONDS,
+            "proc_name": "pai-api",
+            "accesslog": None,
+            "preload_app": False,  # each worker builds its app (its engine, its connections) after the fork
+            "control_socket_disable": True,  # gunicorn's runtime control socket (in $HOME): not used
+        }
+        for key, value in settings.items():
+            self.cfg.set(key, value)
+
+    def load(self) -> web.Application:
+        return make_api_app(self.config)
 
 
-def _end_with_parent(master_pid: int) -> None:
-    """SIGTERM as soon as the master's process ends (Linux's parent-death signal), so that a master started again
-    at once finds its port free; the watchdog thread (once a second) covers the rest."""
-    with contextlib.suppress(OSError, AttributeError):
+def run_api(config: MasterConfig, public: socket.socket, master_pid: int, setup: Callable[[str], None]) -> None:
+    """The arbiter's process: serve ``public`` with the API workers until SIGTERM, or until the master has ended."""
+    setup("api")
+    with contextlib.suppress(OSError, AttributeError):  # the master's death ends it (and so its workers)
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     if os.getppid() != master_pid:  # it ended before the signal was asked for
         raise SystemExit(0)
-
-
-async def _front(config: MasterConfig, public: socket.socket, master_socket: str) -> None:
-    stop = asyncio.Event()
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-    runner = web.AppRunner(make_front_app(config, master_socket), handle_signals=False, access_log=None)
-    await runner.setup()
-    try:
-        await web.SockSite(runner, public).start()
-        await stop.wait()
-    finally:
-        await runner.cleanup()
+    public.set_inheritable(True)
+    ApiWorkers(config, public).run()

@@ -1,8 +1,8 @@
 """Job submission: ``POST /api/v2/jobs`` and OpenPAI v0.14's ``/api/v1`` forms (``submit_v1``).
 
 The body (at most ``MasterConfig.max_body_bytes``) is parsed against the cluster's priority classes and job-size
-limits in a worker thread, so that a large YAML document never stalls the event loop, once the reads in flight are
-done (``StoreThread.behind_reads``); a refused spec stores nothing.
+limits on a reader thread, so that a large YAML document never stalls the event loop; a refused spec stores
+nothing.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pai.jobspec import parse_job
 from pai.jobspec.form import parse_form_job
 from pai.rest_server.auth import current_user
 from pai.rest_server.bodies import FORM_TYPES, form_pairs
-from pai.rest_server.keys import LAUNCHER, LOOP, STORE
+from pai.rest_server.keys import LAUNCHER, STORE, WAKE
 from pai.store.records import User
 
 
@@ -25,15 +25,15 @@ async def _submit(request: web.Request, user: User, *, form_v1: bool = False, na
     classes, limits = rules if rules is not None else await request.app[STORE].read(launcher.submission_rules)
     if form_v1 and request.content_type in FORM_TYPES:  # OpenPAI's VS Code extension posts a v1 job as a form
         pairs = await form_pairs(request)
-        parsed = await request.app[STORE].behind_reads(parse_form_job, pairs, classes, limits)
+        parsed = await request.app[STORE].read(parse_form_job, pairs, classes, limits)
     else:
         body = await request.read()
-        parsed = await request.app[STORE].behind_reads(parse_job, body, request.content_type, classes, limits)
+        parsed = await request.app[STORE].read(parse_job, body, request.content_type, classes, limits)
     if name is not None and parsed.spec.name != name:
         raise InvalidParametersError(f"jobName: the body names {parsed.spec.name!r}, the path {name!r}",
                                      field="jobName")
     job = await request.app[STORE].call(launcher.submit, user, parsed.spec, parsed.text, parsed.warnings)
-    request.app[LOOP].wake()
+    request.app[WAKE]()
     answer = {"message": f"update job {job.name} successfully", "jobName": job.key,
               "warnings": [w.to_dict() for w in parsed.warnings]}  # accepted, not honoured here (also in its events)
     return web.json_response(answer, status=202)

@@ -14,7 +14,7 @@ from pai.jobspec.vcconfig import validate_vc
 from pai.launcher.vcadmin import VcReport
 from pai.rest_server.auth import current_user
 from pai.rest_server.bodies import json_body
-from pai.rest_server.keys import LAUNCHER, LOOP, STORE, VCADMIN
+from pai.rest_server.keys import LAUNCHER, STORE, VCADMIN, WAKE
 from pai.rest_server.users import directory_of
 from pai.store.records import User
 from pai.store.vcs import VcStatus
@@ -140,7 +140,7 @@ async def _put_openpai(request: web.Request, user: User, name: str, body: dict[s
                            external_name=group.get("externalName", g.external_name))
 
         await request.app[STORE].call(directory_of(request).update_group, user, name, describe)
-    request.app[LOOP].wake()
+    request.app[WAKE]()
     verb = "Update" if existed else "Create"
     return web.json_response({"status": 201, "message": f"{verb} virtual cluster {name} to capacity {capacity:g} "
                                                         "successfully."}, status=201)
@@ -159,7 +159,7 @@ async def put_vc_v2(request: web.Request) -> web.Response:
         raise InvalidParametersError(f"name: the body names {body['name']!r}, the path {name!r}", field="name")
     spec = validate_vc(body)
     await request.app[STORE].call(request.app[VCADMIN].put, spec)
-    request.app[LOOP].wake()
+    request.app[WAKE]()
     return web.json_response({"message": f"update virtual cluster {name} successfully"}, status=201)
 
 
@@ -176,7 +176,7 @@ async def put_vc_status(request: web.Request) -> web.Response:
     except ValueError:
         raise InvalidParametersError(f"vcStatus: {raw!r} is not one of {allowed}", field="vcStatus") from None
     await request.app[STORE].call(request.app[VCADMIN].set_status, name, status)
-    request.app[LOOP].wake()
+    request.app[WAKE]()
     return web.json_response({"message": f"update virtual cluster {name} to {status.value} successfully"},
                              status=201)
 
@@ -185,7 +185,7 @@ async def delete_vc(request: web.Request) -> web.Response:
     await _admin(request)
     name = request.match_info["vc"]
     await request.app[STORE].call(request.app[VCADMIN].delete, name)
-    request.app[LOOP].wake()
+    request.app[WAKE]()
     return web.json_response({"message": f"remove virtual cluster {name} successfully"})
 
 
@@ -200,5 +200,5 @@ async def put_priority(request: web.Request) -> web.Response:
     launcher = request.app[LAUNCHER]
 
     await request.app[STORE].call(launcher.set_priority, key, value, user)
-    request.app[LOOP].wake()
+    request.app[WAKE]()
     return web.json_response({"message": f"set priority of job {key} to {value} successfully"}, status=202)

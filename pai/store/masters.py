@@ -23,7 +23,7 @@ class Master:
     url: str
     role: str  # "leader" | "standby"
     epoch: int
-    seen_at: float
+    seen_at: float  # the leader: its lease's last renewal; a standby: its last attempt at the lease
 
 
 def url_of(holder: str) -> str | None:
@@ -31,13 +31,14 @@ def url_of(holder: str) -> str | None:
     return holder.rsplit("#", 1)[0] if holder != leases.RELEASED else None
 
 
-def seen(s: Session, holder: str, epoch: int, *, now: float | None = None) -> None:
-    """``holder`` asked for the lease just now; its epoch is the one it leads at (a standby: the lease's)."""
+def seen(s: Session, holder: str, epoch: int, *, url: str | None = None, now: float | None = None) -> None:
+    """``holder`` asked for the lease just now; its epoch is the one it leads at (a standby: the lease's). ``url``:
+    its users' API (default: the launcher's, in the holder's name)."""
     at = clock(s, now)
-    url = url_of(holder) or holder
+    url = url or url_of(holder) or holder
     insert = postgresql.insert if dialect(s) == "postgresql" else sqlite.insert
     s.execute(insert(MasterRow).values(holder=holder, url=url, epoch=epoch, seen_at=at).on_conflict_do_update(
-        index_elements=[MasterRow.holder], set_={"epoch": epoch, "seen_at": at}))
+        index_elements=[MasterRow.holder], set_={"url": url, "epoch": epoch, "seen_at": at}))
     s.execute(delete(MasterRow).where(MasterRow.seen_at < at - FORGET_SECONDS))
 
 
@@ -49,8 +50,9 @@ def recent(s: Session, within: float, *, now: float | None = None) -> list[Maste
     rows = s.execute(select(MasterRow.holder, MasterRow.url, MasterRow.epoch, MasterRow.seen_at)
                      .where(MasterRow.seen_at >= at - within).order_by(MasterRow.url)).all()
     leader = lease.holder if lease is not None and lease.expires_at >= _value(s, at) else leases.RELEASED
-    out = [Master(r.holder, r.url, "leader" if leader == r.holder != leases.RELEASED else "standby", r.epoch,
-                  r.seen_at) for r in rows]
+    out = [Master(r.holder, r.url, "leader", r.epoch, _value(s, lease.renewed_at)) if lease is not None
+           and leader == r.holder != leases.RELEASED else Master(r.holder, r.url, "standby", r.epoch, r.seen_at)
+           for r in rows]
     return sorted(out, key=lambda m: m.role != "leader")
 
 

@@ -23,6 +23,7 @@ from tests.deploy.systemd import (
     variables_used,
 )
 
+POSTGRES = ["--database-url", "postgresql+psycopg://db.example/pai"]
 SAMPLES = {"master": (MASTER_ENV, MASTER_UNIT), "agent": (AGENT_ENV, AGENT_UNIT)}
 OPTS = {"master": "PAI_MASTER_OPTS", "agent": "PAI_AGENT_OPTS"}
 SECRETS = ("PAI_ADMIN_PASSWORD", "PAI_AGENT_TOKEN", "PAI_SECRET_KEY")
@@ -101,8 +102,8 @@ def test_every_master_config_field_is_set_by_a_documented_flag_or_variable_or_li
     base_env = {"PAI_DATA_DIR": str(tmp_path / "base")}
     baseline = config_fields(master_config([], base_env))
     values = {"--host": "10.9.8.7", "--data-dir": str(tmp_path / "d"), "--database-url": "sqlite:////x/pai.db",
-              "--vc-config": str(vc_config), "--agent-port": "9999",
-              "--advertise-url": "http://m1.example:9186"}
+              "--vc-config": str(vc_config), "--launcher-port": "9999",
+              "--advertise-url": "http://m1.example:9186", "--workers": "3"}
     defaults = settings.parse_args(COMMANDS["master"], [])
     set_by: dict[str, str] = {}
     for option in options(COMMANDS["master"]):
@@ -111,14 +112,16 @@ def test_every_master_config_field_is_set_by_a_documented_flag_or_variable_or_li
             args = [(option.secondary_opts if default else option.opts)[0]]
         else:
             args = [flag, values.get(flag) or str(type(default)(default * 2 + 1))]  # a number: another valid one
+        args += POSTGRES if flag == "--workers" else []  # API workers are PostgreSQL's
         changed = config_fields(master_config(args, base_env)).items() - baseline.items()
         assert changed, f"pai master {' '.join(args)} changes nothing in MasterConfig"
         set_by.update({name: flag for name, _ in changed})
     env_values = {"PAI_DATA_DIR": str(tmp_path / "e"), "PAI_DATABASE_URL": "sqlite:////y/pai.db",
-                  "PAI_VC_CONFIG": str(vc_config), "PAI_MAX_BODY_MB": "9", "PAI_MASTER_FRONT": "false",
-                  "PAI_MASTER_AGENT_PORT": "9998"}
+                  "PAI_VC_CONFIG": str(vc_config), "PAI_MAX_BODY_MB": "9", "PAI_MASTER_LAUNCHER_PORT": "9998"}
     for name in sorted(settings.env_read_by()["master"]):
         env = {**base_env, name: env_values.get(name, "value-of-" + name)}
+        if name == "PAI_MASTER_WORKERS":
+            env.update(PAI_MASTER_WORKERS="3", PAI_DATABASE_URL=POSTGRES[1])
         if name == "PAI_LOG_LEVEL":
             continue  # logging, not MasterConfig
         changed = config_fields(master_config([], env)).items() - baseline.items()

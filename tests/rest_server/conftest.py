@@ -60,18 +60,11 @@ class Api:
 
 
 @pytest.fixture
-def list_processes() -> int:
-    """The masters of these tests read every list on reader threads (a list process takes a second to start);
-    tests/rest_server/test_listing.py asks for one."""
-    return 0
-
-
-@pytest.fixture
-async def api(db_url: str, tmp_path: Path, list_processes: int,
+async def api(db_url: str, tmp_path: Path,
               aiohttp_client: Callable[[web.Application], Awaitable[TestClient[Any, Any]]]) -> AsyncIterator[Api]:
     # db_url comes first so that it is torn down last, after the app has closed its connections.
     config = MasterConfig(data_dir=tmp_path / "data", database_url=db_url, admin_password=ADMIN_PASSWORD,
-                          agent_token=AGENT_TOKEN, tick_seconds=0.05, list_processes=list_processes)
+                          agent_token=AGENT_TOKEN, tick_seconds=0.05)
     client = await aiohttp_client(make_app(config))
     a = Api(client)
     await a.login()
