@@ -16,7 +16,6 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
-from enum import Enum
 
 from aiohttp import ClientSession, web
 
@@ -37,10 +36,12 @@ from pai.rest_server.keys import (
     HTTP,
     LAUNCHER,
     LOOP,
+    PART,
     ROLE,
     STORE,
     VCADMIN,
     WAKE,
+    Part,
 )
 from pai.rest_server.leading import leadership, new_holder
 from pai.rest_server.metrics import timing_middleware
@@ -49,17 +50,6 @@ from pai.store.db import Database
 from pai.store.private import private_dir
 
 log = logging.getLogger("pai.master")
-
-
-class Part(Enum):
-    """What a process of the master serves."""
-
-    WHOLE = "whole"  # users, agents and the launcher (SQLite)
-    LAUNCHER = "launcher"  # the agents and the launcher (PostgreSQL: the pai master process)
-    API = "api"  # the users (PostgreSQL: a gunicorn worker)
-
-    def launches(self) -> bool:
-        return self is not Part.API
 
 
 def _ignore() -> None:
@@ -119,9 +109,6 @@ async def _http_client(app: web.Application) -> AsyncIterator[None]:
     async with ClientSession() as session:
         app[HTTP] = session
         yield
-
-
-PART = web.AppKey("part", Part)
 
 
 def _base(config: MasterConfig, part: Part) -> web.Application:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from enum import Enum
 
 from aiohttp import ClientSession, web
 
@@ -14,6 +15,18 @@ from pai.rest_server.channel import AgentChannels
 from pai.rest_server.config import MasterConfig
 from pai.store.db import Database
 
+
+class Part(Enum):
+    """What a process of the master serves (``pai.rest_server.app``)."""
+
+    WHOLE = "whole"  # users, agents and the launcher (SQLite)
+    LAUNCHER = "launcher"  # the agents and the launcher (PostgreSQL: the pai master process)
+    API = "api"  # the users (PostgreSQL: a gunicorn worker)
+
+    def launches(self) -> bool:
+        return self is not Part.API
+
+
 CONFIG = web.AppKey("config", MasterConfig)
 DB = web.AppKey("db", Database)
 STORE = web.AppKey("store", StoreThread)
@@ -24,4 +37,6 @@ HTTP = web.AppKey("http", ClientSession)
 CHANNELS = web.AppKey("channels", AgentChannels)  # the agents' WebSockets, for pokes
 AGENT_TOKEN = web.AppKey("agent_token", str)  # what agents present, and what the master shows their log servers
 ROLE = web.AppKey("role", Role)  # whether this master's launcher leads (pai.rest_server.leading)
-WAKE: web.AppKey[Callable[[], None]] = web.AppKey("wake")  # a change for the launcher: its loop, or nothing (NOTIFY tells it)
+# a change for the launcher: its loop woken, or nothing in an API worker (the database tells the launcher: NOTIFY)
+WAKE: web.AppKey[Callable[[], None]] = web.AppKey("wake")
+PART = web.AppKey("part", Part)

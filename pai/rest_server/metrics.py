@@ -5,14 +5,22 @@ route."""
 from __future__ import annotations
 
 import asyncio
+import os
 import time
+from collections.abc import Iterator
 
 from aiohttp import web
 from aiohttp.typedefs import Handler
-from prometheus_client import CONTENT_TYPE_LATEST
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import Metric
+from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import Collector
 
 from pai.launcher.metrics import ClusterGauges, VcUsage
-from pai.rest_server.keys import LAUNCHER, STORE, VCADMIN
+from pai.rest_server.keys import LAUNCHER, PART, STORE, VCADMIN, Part
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+REST_FAMILY = "pai_rest_request_duration_seconds"
 
 
 async def metrics(request: web.Request) -> web.Response:
@@ -22,8 +30,29 @@ async def metrics(request: web.Request) -> web.Response:
         store.read(launcher.node_usage), store.read(app[VCADMIN].reports), store.read(launcher.job_counts))
     vcs = [VcUsage(r.quota.name, r.quota.guaranteed, r.quota.max or r.total, r.used, r.borrowed, r.running, r.pending)
            for r in reports]
-    body = launcher.metrics.render(ClusterGauges(nodes, vcs, jobs, waiting_since, now))
+    gauges = ClusterGauges(nodes, vcs, jobs, waiting_since, now)
+    # an API worker: every worker's requests, and the cluster (the launcher's own metrics are on its port)
+    api = app[PART] is Part.API
+    body = generate_latest(_registry(_Requests(), gauges)) if api else launcher.metrics.render(gauges)
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+def _registry(*collectors: Collector) -> CollectorRegistry:
+    registry = CollectorRegistry()
+    for collector in collectors:
+        registry.register(collector)
+    return registry
+
+
+class _Requests(Collector):
+    """``pai_rest_request_duration_seconds`` summed over the API workers: gunicorn's arbiter is started with
+    prometheus_client's multiprocess directory (``pai.rest_server.serve``), where each worker's values are kept."""
+
+    def collect(self) -> Iterator[Metric]:
+        workers = MultiProcessCollector(None, os.environ[MULTIPROC_ENV])  # type: ignore[no-untyped-call]
+        for family in workers.collect():  # type: ignore[no-untyped-call]
+            if family.name == REST_FAMILY:
+                yield family
 
 
 async def agent_targets(request: web.Request) -> web.Response:

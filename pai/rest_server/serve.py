@@ -20,8 +20,11 @@ import errno
 import logging
 import multiprocessing
 import os
+import shutil
 import signal
 import socket
+import tempfile
+import weakref
 from collections.abc import Callable
 from multiprocessing.process import BaseProcess
 from typing import Any
@@ -31,6 +34,7 @@ from gunicorn.app.base import BaseApplication  # type: ignore[import-untyped]
 
 from pai.rest_server.app import make_api_app, make_app, make_launcher_app
 from pai.rest_server.config import MasterConfig
+from pai.rest_server.metrics import MULTIPROC_ENV
 
 log = logging.getLogger("pai.master")
 
@@ -113,9 +117,17 @@ class ApiFailedError(RuntimeError):
 
 
 def _start_api(config: MasterConfig, public: socket.socket, setup: Callable[[str], None]) -> BaseProcess:
+    """The arbiter, spawned with a fresh prometheus_client multiprocess directory (the workers keep their request
+    counts there, and each worker's /metrics sums them: ``pai.rest_server.metrics``)."""
     context = multiprocessing.get_context("spawn")
     process = context.Process(target=run_api, args=(config, public, os.getpid(), setup), name="pai-api")
-    process.start()
+    metrics = tempfile.mkdtemp(prefix="pai-api-metrics-")
+    os.environ[MULTIPROC_ENV] = metrics  # read once, as prometheus_client is imported in the new interpreter
+    try:
+        process.start()
+    finally:
+        del os.environ[MULTIPROC_ENV]
+    weakref.finalize(process, shutil.rmtree, metrics, ignore_errors=True)
     return process
 
 

@@ -69,6 +69,7 @@ class Cluster:
     args: dict[str, list[str]] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     agent_args: tuple[str, ...] = ("--runtime", "process")
+    launcher_url: str = ""  # the master's launcher (PostgreSQL: a port of its own; SQLite: url)
 
     def spawn(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
         """Start ``pai <args>`` as process ``name`` (the master, or an agent); it is stopped at the end."""
@@ -172,8 +173,13 @@ def cluster(tmp: Path, database_url: str | None, agents: list[tuple[str, str, in
         stack.callback(lambda: [stop_process(p) for p in reversed(c.procs.values())])
         args = ["master", "--port", str(port), "--data-dir", str(tmp / "master"), "--grace-seconds",
                 str(grace_seconds), "--heartbeat", "0.3", "--node-timeout", "10", "--advertise-url", url, *master_args]
+        c.launcher_url = url
         if database_url:
             args += ["--database-url", database_url]
+            if not database_url.startswith("sqlite"):  # the launcher's process and two API workers
+                launcher = free_port()
+                args += ["--launcher-port", str(launcher), "--workers", "2"]
+                c.launcher_url = f"http://127.0.0.1:{launcher}"
         c.spawn("master", args)
         c.wait_master()
         c.api.http.token = c.api.login("admin", ADMIN_PASSWORD)["token"]

@@ -47,15 +47,15 @@ def metric(url: str, name: str) -> float:
 
 
 def start_standby(c: Cluster, db: str) -> tuple[str, MasterApi]:
-    """A second master on the same database (its own port and data directory, the first's secret key)."""
-    port = free_port()
+    """A second master on the same database (its own ports and data directory, the first's secret key)."""
+    port, launcher = free_port(), free_port()
     url = f"http://127.0.0.1:{port}"
     data = c.tmp / "master-b"
     data.mkdir(mode=0o700)
     (data / "secret-key").write_bytes((c.tmp / "master" / "secret-key").read_bytes())
     (data / "secret-key").chmod(0o600)
     c.spawn("master-b", ["master", "--port", str(port), "--data-dir", str(data), "--database-url", db,
-                         "--advertise-url", url, *LEASE])
+                         "--advertise-url", url, "--launcher-port", str(launcher), "--workers", "2", *LEASE])
     api = MasterApi(HttpClient(url, timeout=10))
 
     def up() -> Any:
@@ -66,6 +66,10 @@ def start_standby(c: Cluster, db: str) -> tuple[str, MasterApi]:
     wait_for("the second master", up, 30)
     api.http.token = api.login("admin", ADMIN_PASSWORD)["token"]
     return url, api
+
+
+def launcher_of(api: MasterApi, url: str) -> str:
+    return str(next(m["launcherUrl"] for m in api.masters() if m["url"] == url))
 
 
 def roles(api: MasterApi) -> list[tuple[str, str, bool]]:
@@ -80,11 +84,14 @@ def test_two_masters_on_postgresql_one_leads_the_standby_serves_and_takes_over_w
         wait_for("both masters listed", lambda: len(b.masters()) == 2, 10)
         assert roles(b) == [(c.url, "leader", False), (b_url, "standby", True)]
         assert roles(c.api) == [(c.url, "leader", True), (b_url, "standby", False)]
-        assert (metric(c.url, "pai_master_leader"), metric(b_url, "pai_master_leader")) == (1.0, 0.0)
+        b_launcher = launcher_of(b, b_url)
+        assert [m["launcherUrl"] for m in b.masters()] == [c.launcher_url, b_launcher]
+        assert (metric(c.launcher_url, "pai_master_leader"), metric(b_launcher, "pai_master_leader")) == (1.0, 0.0)
 
-        # The standby sends an agent to the leader.
-        status, body = agent_post(b_url, "/api/internal/agents/node-a/heartbeat")
-        assert (status, body["code"], body["leader"]) == (503, "NotLeaderError", c.url), body
+        # The standby's launcher, and the API workers of either master, send an agent to the leading launcher.
+        for url in (b_launcher, b_url, c.url):
+            status, body = agent_post(url, "/api/internal/agents/node-a/heartbeat")
+            assert (status, body["code"], body["leader"]) == (503, "NotLeaderError", c.launcher_url), (url, body)
 
         # A job submitted to the standby is stored there and run by the leader.
         key = str(b.submit(job("via-standby").encode(), "application/json")["jobName"])
@@ -97,8 +104,8 @@ def test_two_masters_on_postgresql_one_leads_the_standby_serves_and_takes_over_w
         wait_for("the standby leads", lambda: (b_url, "leader", True) in roles(b), 3 * LEASE_SECONDS)
         took = time.monotonic() - killed
         assert took <= LEASE_SECONDS + 2 * RENEW_SECONDS + 1.0, took
-        assert metric(b_url, "pai_master_leader") == 1.0 and metric(b_url, "pai_master_epoch") == epoch + 1
-        status, body = agent_post(b_url, "/api/internal/agents/node-a/heartbeat")
+        assert metric(b_launcher, "pai_master_leader") == 1.0 and metric(b_launcher, "pai_master_epoch") == epoch + 1
+        status, body = agent_post(b_launcher, "/api/internal/agents/node-a/heartbeat")
         assert status != 503, body  # the new leader answers agents (this node must register with it first)
 
         # An agent pointed at the new leader runs what is submitted to it.
