@@ -50,7 +50,8 @@ _LEASE = Timing()  # the launcher's lease (hidden options: the tests shorten it)
               help="PostgreSQL: API worker processes serving --port (default: this machine's cores). SQLite serves "
                    "from one process.")
 @click.option("--launcher-port", envvar="PAI_MASTER_LAUNCHER_PORT", default=None, type=click.IntRange(1, 65535),
-              help="PostgreSQL: the port of this master's launcher, which the agents talk to (default: --port + 1).")
+              help="PostgreSQL: the port of this master's launcher, which the agents talk to (default: --port + 2, "
+                   "9188; 9187 is the agents' log port).")
 @click.option("--usage-sample-seconds", default=60.0, show_default=True, type=click.FloatRange(min=0.1),
               help="How often every VC's usage is sampled for the dashboard's chart (kept 3 days).")
 @click.option("--advertise-url", envvar="PAI_MASTER_ADVERTISE_URL", default=None,

@@ -42,7 +42,7 @@ class MasterConfig:
     # PostgreSQL: the users' API is served by this many worker processes (gunicorn) and the launcher, with the
     # agents' endpoints, by a process of its own on ``launcher_port``; 0: the embedded topology (one process)
     workers: int = 0
-    launcher_port: int | None = None  # None: port + 1
+    launcher_port: int | None = None  # None: port + 2 (9188; the agents' log port is 9187)
 
     def advertised(self) -> str:
         """The base URL of this master's users' API: ``advertise_url``, else ``http://<this machine's name>:<port>``."""
@@ -50,7 +50,7 @@ class MasterConfig:
 
     @property
     def launcher_port_number(self) -> int:
-        return self.port + 1 if self.launcher_port is None else self.launcher_port
+        return self.port + 2 if self.launcher_port is None else self.launcher_port
 
     def launcher_url(self) -> str:
         """The base URL of this master's launcher, which the agents talk to (a standby names the leader's to
