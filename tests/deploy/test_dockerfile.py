@@ -138,7 +138,9 @@ def test_the_master_image_runs_pai_master_on_the_masters_port(dockerfile: Docker
     assert not master.all("CMD")  # extra flags from `docker run IMAGE ...` / compose's command are appended
     params = check_pai_command(argv)
     assert params["host"] == "0.0.0.0"
-    assert master.one("EXPOSE").args == str(params["port"]) == str(MasterConfig().port)
+    # The REST API's port, then the launcher's (on PostgreSQL; --launcher-port's default: the API port + 1).
+    assert master.one("EXPOSE").args.split() == [str(params["port"]), str(params["port"] + 1)]
+    assert params["port"] == MasterConfig().port
 
 
 def test_the_master_image_keeps_its_data_directory_in_a_volume_of_the_pai_user(dockerfile: Dockerfile) -> None:
@@ -156,7 +158,7 @@ def test_the_healthcheck_asks_the_masters_health_endpoint(dockerfile: Dockerfile
     assert {"interval", "timeout", "start-period", "retries"} <= opts.keys()
     url = re.search(r"http://127\.0\.0\.1:(\d+)(/[\w/.-]*)", " ".join(command))
     assert url, command
-    assert url[1] == master.one("EXPOSE").args
+    assert url[1] == master.one("EXPOSE").args.split()[0]  # the REST API's
     served = {r.path.split("{")[0] for r in routes if r.method == "GET"}
     assert url[2] == "/healthz" and url[2] in served
     assert command[0] == "python3"  # the slim image has no curl; the test of the running master runs this command

@@ -61,6 +61,7 @@ def exported_names() -> set[str]:
     master.job_changed(j, replace(j, retries=1), Exited(2.0, "x", 1))
     master.pass_seconds.labels("full").observe(0.01)
     master.rest_seconds.labels("GET", "/api/v2/jobs", "2xx").observe(0.01)
+    master.leader_changes.labels("elected").inc()
     node = Node("n1", "10.0.0.1", Resources(8, 16, 1024))
     vc = VcUsage("dev", Resources(4, 8, 512), Resources(8, 16, 1024), Resources(2, 2, 2), Resources(), 1, 1)
     text = master.render(ClusterGauges([(node, Resources(2, 2, 2))], [vc], {("RUNNING", "dev"): 1}, {"dev": 0}, 5))
@@ -75,8 +76,18 @@ def exported_names() -> set[str]:
 def test_every_metric_an_alert_names_is_exported() -> None:
     rules = yaml.safe_load((PROMETHEUS / "alerts.yml").read_text())
     named = {n for g in rules["groups"] for r in g["rules"] for n in metric_names(r["expr"])}
-    assert {"pai_node_state", "pai_gpu_ecc_errors", "pai_task_gpu_utilization_percent"} <= named
+    assert {"pai_node_state", "pai_gpu_ecc_errors", "pai_task_gpu_utilization_percent", "pai_master_leader",
+            "pai_master_leader_changes_total"} <= named
     assert sorted(named - exported_names()) == []
+
+
+def test_every_job_an_alert_names_is_scraped() -> None:
+    """An alert on ``up{job="..."}`` of a job prometheus.yml does not have would never fire."""
+    rules = yaml.safe_load((PROMETHEUS / "alerts.yml").read_text())
+    named = {j for g in rules["groups"] for r in g["rules"]
+             for m in re.findall(r'job=~?"([^"]*)"', r["expr"]) for j in m.split("|")}
+    config = yaml.safe_load((PROMETHEUS / "prometheus.yml").read_text())
+    assert named == {c["job_name"] for c in config["scrape_configs"]} == {"pai-master", "pai-launcher", "pai-agent"}
 
 
 def metric_names(expr: str) -> set[str]:
@@ -93,7 +104,7 @@ def panel_exprs() -> list[str]:
 
 def test_every_metric_the_grafana_dashboard_shows_is_exported() -> None:
     named = {n for e in panel_exprs() for n in metric_names(e)}
-    assert {"pai_vc_gpus_borrowed", "pai_gpu_utilization_percent"} <= named
+    assert {"pai_vc_gpus_borrowed", "pai_gpu_utilization_percent", "pai_master_leader", "pai_master_epoch"} <= named
     assert sorted(named - exported_names()) == []
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from sqlalchemy import make_url
 
 from pai.rest_server.config import MasterConfig
 from tests.deploy.settings import PAI_SCRIPT, check_pai_command
@@ -100,11 +101,13 @@ def test_the_directories_are_the_state_directories_systemd_makes_for_the_pai_use
     assert agent.argv[agent.argv.index("--name") + 1] == "gpu-07"
 
 
-def test_the_ports_are_the_masters_and_the_agents_find_it(tmp_path: Path) -> None:
+def test_the_ports_are_the_masters_and_the_agents_find_its_launcher(tmp_path: Path) -> None:
     master = service(MASTER_UNIT, _etc(tmp_path), Path(STATE))
     port = int(master.argv[master.argv.index("--port") + 1])
     assert port == MasterConfig().port == 9186
-    assert urlsplit(parse_env_file(AGENT_ENV.read_text())["PAI_MASTER_URL"]).port == port
+    assert "--launcher-port" not in master.argv  # its default: the API port + 1
+    assert make_url(parse_env_file(MASTER_ENV.read_text())["PAI_DATABASE_URL"]).get_backend_name() == "postgresql"
+    assert urlsplit(parse_env_file(AGENT_ENV.read_text())["PAI_MASTER_URL"]).port == port + 1
 
 
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
