@@ -138,8 +138,9 @@ def test_the_master_image_runs_pai_master_on_the_masters_port(dockerfile: Docker
     assert not master.all("CMD")  # extra flags from `docker run IMAGE ...` / compose's command are appended
     params = check_pai_command(argv)
     assert params["host"] == "0.0.0.0"
-    # The REST API's port, then the launcher's (on PostgreSQL; --launcher-port's default: the API port + 1).
-    assert master.one("EXPOSE").args.split() == [str(params["port"]), str(params["port"] + 1)]
+    # The REST API's port, then the launcher's (on PostgreSQL; --launcher-port's default).
+    launcher = MasterConfig(port=params["port"], workers=2).launcher_port_number
+    assert master.one("EXPOSE").args.split() == [str(params["port"]), str(launcher)]
     assert params["port"] == MasterConfig().port
 
 

@@ -105,9 +105,10 @@ def test_the_ports_are_the_masters_and_the_agents_find_its_launcher(tmp_path: Pa
     master = service(MASTER_UNIT, _etc(tmp_path), Path(STATE))
     port = int(master.argv[master.argv.index("--port") + 1])
     assert port == MasterConfig().port == 9186
-    assert "--launcher-port" not in master.argv  # its default: the API port + 1
+    assert "--launcher-port" not in master.argv  # its default
     assert make_url(parse_env_file(MASTER_ENV.read_text())["PAI_DATABASE_URL"]).get_backend_name() == "postgresql"
-    assert urlsplit(parse_env_file(AGENT_ENV.read_text())["PAI_MASTER_URL"]).port == port + 1
+    launcher = MasterConfig(port=port, workers=2).launcher_port_number
+    assert urlsplit(parse_env_file(AGENT_ENV.read_text())["PAI_MASTER_URL"]).port == launcher
 
 
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
