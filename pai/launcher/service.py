@@ -216,24 +216,21 @@ class Launcher:
             self.heartbeats.forget([name])
 
     def submission_rules(self) -> tuple[dict[str, int], JobLimits]:
-        """The cluster's priority classes (OpenPAI's and the admin's) and job-size limits, to parse a spec."""
-        cached = self.cached_submission_rules()
-        if cached is not None:
-            return cached
+        """The cluster's priority classes (OpenPAI's and the admin's) and job-size limits, to parse a spec (as the
+        database has them now: ``ClusterCache.get``)."""
         with self.db.session() as s:
             config = self.clusters.get(s).config
             return dict(config.priority_classes), config.limits
 
     def cached_submission_rules(self) -> tuple[dict[str, int], JobLimits] | None:
-        """``submission_rules`` if the configuration is cached, else None (touches no database: for the event loop)."""
+        """``submission_rules`` if the configuration is cached, else None (touches no database: for the event loop;
+        as fresh as this process's own writes)."""
         cluster = self.clusters.cached()
         return None if cluster is None else (dict(cluster.config.priority_classes), cluster.config.limits)
 
     def jobs_readable_by_all(self) -> bool:
-        """The configuration's ``access.jobsReadableByAll`` (a read: on a reader thread unless cached)."""
-        cached = self.cached_jobs_readable_by_all()
-        if cached is not None:
-            return cached
+        """The configuration's ``access.jobsReadableByAll`` as the database has it now (a read: on a reader thread;
+        ``cached_jobs_readable_by_all`` asks no database)."""
         with self.db.session() as s:
             return self.clusters.get(s).jobs_readable_by_all
 
