@@ -26,6 +26,7 @@ from pai.rest_server.leading import leadership, new_holder
 from pai.rest_server.listing import Lists
 from pai.rest_server.metrics import timing_middleware
 from pai.rest_server.routes import routes
+from pai.rest_server.wakeups import wakeups
 from pai.store.db import Database
 from pai.store.private import private_dir
 
@@ -108,7 +109,7 @@ def make_app(config: MasterConfig) -> web.Application:
     app[CONFIG] = config
     app[CHANNELS] = AgentChannels(epoch=lambda: app[LAUNCHER].epoch)  # pokes are sent once the launcher is up
     app.on_shutdown.append(lambda a: a[CHANNELS].close())  # open WebSockets would hold the shutdown
-    app.cleanup_ctx.extend([_database, _launcher_loop, leadership, _http_client])
+    app.cleanup_ctx.extend([_database, _launcher_loop, leadership, wakeups, _http_client])
     app.on_startup.append(freeze_heap)  # after the contexts above have started
     app.add_routes(routes)
     return app
