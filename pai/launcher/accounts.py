@@ -1,8 +1,13 @@
 """Logins and tokens: the one door for who is calling.
 
 Resolving a token is on every request's path, so known tokens are cached in memory (by digest, with their
-user and expiry; at most ``CACHE_SIZE``). Whatever changes users or tokens goes through this class and clears
-the cache, so a revoked token or a demoted admin is refused on the next request, not after a delay.
+user and expiry; at most ``CACHE_SIZE``). Several processes, of several masters, keep such a cache of one
+database: every write that changes users, tokens or groups bumps the "accounts" generation in its transaction
+(``pai.store.generations``), and ``caller`` reads the generation in the lookup's transaction and uses the cache
+only if its entries were read at that generation. So a token revoked or an admin demoted through any process is
+refused on the next request to every process, not after a delay. The writer's own cache is cleared at once as
+well (``invalidate``), which ``cached_caller``, the lookup that touches no database, relies on: it is as fresh
+as this process's own writes only.
 """
 
 from __future__ import annotations
@@ -11,8 +16,10 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 
+from sqlalchemy.orm import Session
+
 from pai.domain.errors import ForbiddenUserError, IncorrectPasswordError, UnknownUserError
-from pai.store import tokens, users
+from pai.store import generations, tokens, users
 from pai.store.credentials import token_digest
 from pai.store.db import Database
 from pai.store.records import Caller, User
@@ -27,6 +34,7 @@ class Accounts:
         self._lock = threading.Lock()  # readers resolve tokens from several threads
         self._cache: OrderedDict[str, Caller] = OrderedDict()
         self._generation = 0  # bumped by invalidate: a lookup that raced with it is not cached
+        self._seen: int | None = None  # the database's "accounts" generation the cached entries were read at
         self.on_invalidate: Callable[[], None] | None = None  # called after each invalidate
 
     def login(self, name: str, password: str, expiration: int) -> tuple[str, User]:
@@ -68,6 +76,7 @@ class Accounts:
             if owner.user.name != caller.user.name:
                 raise ForbiddenUserError(f"User {caller.user.name} is not allowed to do this operation.")
             tokens.revoke_digest(s, digest)
+            generations.bump(s, generations.ACCOUNTS)
         self.invalidate()
         return True
 
@@ -75,31 +84,45 @@ class Accounts:
         """Create ``name`` as an admin when absent (the master's first start); an existing user is kept."""
         with self.db.session() as s:
             users.ensure_admin(s, name, password)
+            generations.bump(s, generations.ACCOUNTS)
         self.invalidate()
 
     def cached_caller(self, token: str) -> tuple[bool, Caller | None]:
         """``(True, who the token speaks for, or None)`` when the cache knows the token; ``(False, None)`` when only
-        the store can tell (``caller_of``). Touches no database: the event loop asks this first and saves a thread
-        hop."""
+        the store can tell (``caller``). Touches no database: the event loop asks this first and saves a thread
+        hop. It does not see a write made through another process until ``caller`` has run here since."""
         hit, _ = self._cached(token_digest(token))
         return (False, None) if hit is None else (True, self._valid(hit))
 
-    def caller_of(self, token: str) -> Caller | None:
-        """Who the token speaks for while it is valid (read-only: runs on a reader thread)."""
+    def caller(self, s: Session, token: str) -> Caller | None:
+        """Who the token speaks for while it is valid, in ``s``'s transaction (a request's own): one read of the
+        generation, and the token's rows only when the cache does not hold it at that generation."""
         digest = token_digest(token)
-        hit, generation = self._cached(digest)
+        seen = generations.value(s, generations.ACCOUNTS)
+        with self._lock:
+            if self._seen != seen:  # a write committed (or this transaction began before one): start over
+                self._cache.clear()
+                self._seen = seen
+            hit = self._cache.get(digest)
+            if hit is not None:
+                self._cache.move_to_end(digest)
+            local = self._generation
         if hit is not None:
             return self._valid(hit)
-        with self.db.session() as s:
-            found = tokens.lookup(s, digest)
+        found = tokens.lookup(s, digest)
         if found is None:
             return None
-        with self._lock:
-            if generation == self._generation:  # else a revoke committed meanwhile: what was read may be gone
+        with self._lock:  # kept only if read at what the cache holds now, and no write of this process came between
+            if self._seen == seen and self._generation == local:
                 self._cache[digest] = found
                 while len(self._cache) > CACHE_SIZE:
                     self._cache.popitem(last=False)
         return self._valid(found)
+
+    def caller_of(self, token: str) -> Caller | None:
+        """``caller`` in a transaction of its own (read-only: runs on a reader thread)."""
+        with self.db.session() as s:
+            return self.caller(s, token)
 
     def user_of(self, token: str) -> User | None:
         caller = self.caller_of(token)
@@ -117,7 +140,8 @@ class Accounts:
 
     @property
     def generation(self) -> int:
-        """How many times the cache was forgotten: a change to users or tokens changes it."""
+        """How many times this process forgot its cache (``invalidate``): a change to users or tokens made here
+        changes it."""
         with self._lock:
             return self._generation
 

@@ -21,7 +21,7 @@ from pai.domain.localpaths import LocalRoot
 from pai.domain.node import Node, NodeState
 from pai.domain.resources import ZERO, Resources
 from pai.launcher import localpaths, storages
-from pai.store import groups, vcs
+from pai.store import generations, groups, vcs
 from pai.store.vcs import VcStatus
 from pai.vc import VcQuota
 from pai.vc.config import ClusterConfig, parse_config
@@ -65,14 +65,18 @@ def load(s: Session) -> Cluster:
 
 class ClusterCache:
     """The cluster configuration as last loaded, for the paths that read it on every request or pass (a submission,
-    a scheduling pass). The master is the only writer of the configuration, and every write (``VcAdmin``)
-    calls ``invalidate`` once it has committed; the periodic full pass invalidates too, the safety net for an
-    edit made in the database behind the master's back. A load that raced with an invalidation is used once but
-    not kept (the generation tells), so a stale configuration is never cached."""
+    a scheduling pass). Every write of the configuration bumps the "cluster" generation in its transaction
+    (``pai.store.generations``; ``VcAdmin``), and ``get`` reads the generation in the caller's transaction: the
+    cached configuration is used only if it was loaded at the generation the database shows now, so a change made
+    through any process of any master is seen by the next ``get`` everywhere. The writer also calls ``invalidate``
+    once it has committed (``cached``, which touches no database, relies on that: it is as fresh as this process's
+    own writes only); the periodic full pass invalidates too, the safety net for an edit made in the database
+    behind the masters' backs. A load that raced with an invalidation is used once but not kept."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()  # readers and the writer thread share it
         self._value: Cluster | None = None
+        self._at = 0  # the database's generation ``_value`` was loaded at
         self._generation = 0
         self.on_invalidate: Callable[[], None] | None = None  # called after each invalidate
 
@@ -82,14 +86,16 @@ class ClusterCache:
             return self._value
 
     def get(self, s: Session) -> Cluster:
+        """The configuration as ``s``'s transaction sees it: from the cache while its generation holds."""
+        at = generations.value(s, generations.CLUSTER)
         with self._lock:
             value, generation = self._value, self._generation
-        if value is not None:
-            return value
+            if value is not None and self._at == at:
+                return value
         value = load(s)
         with self._lock:
             if self._generation == generation:
-                self._value = value
+                self._value, self._at = value, at
         return value
 
     @property

@@ -1,9 +1,10 @@
 """Users and groups as OpenPAI's user and group APIs manage them: one transaction each, on the store thread.
 
 Who may call what (admin, the user themself) is checked here, in the transaction that makes the change, from the
-caller as the request resolved them. Every change clears the token cache (``Accounts.invalidate``): a user's
-rights come from their groups, so a demoted admin or a user removed from a VC's group is refused on the next
-request.
+caller as the request resolved them. Every change bumps the "accounts" generation in its transaction
+(``pai.store.generations``), which every process's token cache follows (``Accounts.caller``), and clears this
+process's at once (``Accounts.invalidate``): a user's rights come from their groups, so a demoted admin or a user
+removed from a VC's group is refused on the next request to any master.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pai.domain.errors import (
 from pai.domain.groups import ADMIN_GROUP, BUILT_IN, DEFAULT_GROUP, Group
 from pai.launcher import cluster
 from pai.launcher.accounts import Accounts
-from pai.store import groups, tokens, users
+from pai.store import generations, groups, tokens, users
 from pai.store.db import Database
 from pai.store.records import User, UserProfile
 
@@ -81,6 +82,7 @@ class Directory:
                 if had_admin and not users.has_admin(s):
                     raise ForbiddenUserError("the cluster would have no admin left; make another user an admin "
                                              "first")
+                generations.bump(s, generations.ACCOUNTS)  # every process's token cache reloads
         finally:
             self.accounts.invalidate()
 

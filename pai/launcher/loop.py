@@ -157,7 +157,8 @@ class LauncherLoop:
                     await self._wake.wait()
             self._wake.clear()
             if not self.role.leading:  # a standby: no pass, no push, no node timed out; what the users' requests
-                self.launcher.scheduling.take_changed()  # marked changed is the leader's (it reloads once elected)
+                self.launcher.scheduling.take_changed()  # marked changed, and what it heard from other processes,
+                self.launcher.inbox.take()  # is the leader's (it reloads once elected)
                 continue
             try:
                 if (now := time.monotonic()) - self._checked >= self.tick_seconds:  # silent nodes: once a tick

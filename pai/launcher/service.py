@@ -31,6 +31,7 @@ from pai.launcher.binding import BindingError, bind_task, ledgers
 from pai.launcher.directory import Directory
 from pai.launcher.env import task_env
 from pai.launcher.heartbeats import Heartbeats, Quiet, quiet_attempts
+from pai.launcher.inbox import Inbox
 from pai.launcher.lifecycle import (
     Admitted,
     AttemptEnded,
@@ -70,12 +71,13 @@ from pai.protocol.messages import (
     StopTask,
     VolumeMount,
 )
-from pai.store import history, leases, sealing, stats
+from pai.store import history, leases, sealing, stats, wakeups
 from pai.store import jobs as store_jobs
 from pai.store import nodes as store_nodes
 from pai.store import users as store_users
 from pai.store.db import Database
 from pai.store.records import TaskAttempt, User
+from pai.store.wakeups import Wakeup
 from pai.vc import Decision
 
 log = logging.getLogger("pai.launcher")
@@ -146,6 +148,7 @@ class Launcher:
         self.directory = Directory(db, clock, self.accounts, self.clusters)
         self.scheduling = Scheduling(self.config.full_pass_seconds)
         self.heartbeats = Heartbeats()
+        self.inbox = Inbox()  # what other processes' writes changed (``heard``), for the next pass
         self.usage = UsageSampler(db, clock, self.clusters, lambda: self.scheduling.jobs.values())
         self.metrics = LauncherMetrics()
         # The fencing token (ADR 0001) on every reply to an agent and every poke: the term of the lease this
@@ -186,6 +189,7 @@ class Launcher:
                                        master_paths(self.protected_paths))
             store_jobs.insert_job(s, job, config_text)
             self.scheduling.changed(job.id)
+            wakeups.job_changed(s, job.id)  # the leader's launcher, in whichever process it is, hears it at commit
             history.add_event(s, job.id, now, "submitted", f"submitted by {user} to VC {spec.virtual_cluster}", {})
             for warning in warnings:
                 history.add_event(s, job.id, now, "warning", f"{warning.field}: {warning.message}", warning.to_dict())
@@ -201,6 +205,7 @@ class Launcher:
                 return StopResult(job, already_ended=True)
             job = self._apply(s, job, StopRequested(self.clock(), by.name))
             store_jobs.save_job(s, job)
+            wakeups.job_changed(s, job.id)
         log.info("job stop requested job=%s by=%s state=%s", key, by.name, job.state.value)
         return StopResult(job, already_ended=False)
 
@@ -214,26 +219,24 @@ class Launcher:
             store_nodes.set_node_state(s, name, state)
             self.scheduling.invalidate()
             self.heartbeats.forget([name])
+            wakeups.node_changed(s, name)
 
     def submission_rules(self) -> tuple[dict[str, int], JobLimits]:
-        """The cluster's priority classes (OpenPAI's and the admin's) and job-size limits, to parse a spec."""
-        cached = self.cached_submission_rules()
-        if cached is not None:
-            return cached
+        """The cluster's priority classes (OpenPAI's and the admin's) and job-size limits, to parse a spec (as the
+        database has them now: ``ClusterCache.get``)."""
         with self.db.session() as s:
             config = self.clusters.get(s).config
             return dict(config.priority_classes), config.limits
 
     def cached_submission_rules(self) -> tuple[dict[str, int], JobLimits] | None:
-        """``submission_rules`` if the configuration is cached, else None (touches no database: for the event loop)."""
+        """``submission_rules`` if the configuration is cached, else None (touches no database: for the event loop;
+        as fresh as this process's own writes)."""
         cluster = self.clusters.cached()
         return None if cluster is None else (dict(cluster.config.priority_classes), cluster.config.limits)
 
     def jobs_readable_by_all(self) -> bool:
-        """The configuration's ``access.jobsReadableByAll`` (a read: on a reader thread unless cached)."""
-        cached = self.cached_jobs_readable_by_all()
-        if cached is not None:
-            return cached
+        """The configuration's ``access.jobsReadableByAll`` as the database has it now (a read: on a reader thread;
+        ``cached_jobs_readable_by_all`` asks no database)."""
         with self.db.session() as s:
             return self.clusters.get(s).jobs_readable_by_all
 
@@ -270,6 +273,7 @@ class Launcher:
             job = replace(job, spec=replace(job.spec, priority_class=priority_class, priority=value))
             store_jobs.save_job(s, job)
             self.scheduling.changed(job.id)
+            wakeups.job_changed(s, job.id)
             history.add_event(s, job.id, self.clock(), "priority-changed",
                               f"priority set to {priority_class} ({value}) by {by.name}",
                               {"priorityClass": priority_class, "priority": value, "by": by.name})
@@ -292,6 +296,40 @@ class Launcher:
         self.clusters.invalidate()
         self._requeued.clear()
         log.info("launcher acts for epoch=%d", epoch)
+
+    def heard(self, wakeup: Wakeup | None) -> None:
+        """A write made through another process (``pai.store.wakeups``), or None when some may have been missed (the
+        listener reconnected). Safe from any thread: queued, and applied by the next pass on the writer thread
+        (``pai.launcher.inbox``); the caller wakes the loop."""
+        self.inbox.put(wakeup)
+
+    def _take_heard(self) -> frozenset[str]:
+        """First in a pass, on the writer thread: what was heard, applied (a job: looked at again; a node: a full
+        pass, its quiet view forgotten; the configuration: read again; missed: everything read again). Returns the
+        ids of the jobs heard of."""
+        heard = self.inbox.take()
+        if heard.reset:
+            self.scheduling.invalidate(reload=True)
+            self.heartbeats.forget_all()
+        if heard.reset or heard.cluster:
+            self.clusters.invalidate()  # (the pass compares the configuration: a change makes it a full one)
+        if heard.nodes:
+            self.scheduling.invalidate()
+            self.heartbeats.forget(heard.nodes)
+        for job_id in heard.jobs:
+            self.scheduling.changed(job_id)
+        if heard:
+            log.debug("heard jobs=%d nodes=%s cluster=%s reset=%s", len(heard.jobs), ",".join(sorted(heard.nodes)),
+                      heard.cluster, heard.reset)
+        return heard.jobs
+
+    def _reach(self, heard: frozenset[str], jobs: Iterable[Job]) -> None:
+        """The nodes of the jobs heard of (a stop made through another process): their quiet view is forgotten and
+        their agents poked, so that the stop reaches them now rather than at the next full pass."""
+        nodes = {t.node for j in jobs if j.id in heard for t in j.tasks if t.node}
+        if nodes:
+            self.heartbeats.forget(nodes)
+            self._touched.update(nodes)
 
     def _fence(self, s: Session) -> None:
         """First in a transaction that acts for the lease's term: FencedError once another master leads."""
@@ -509,6 +547,7 @@ class Launcher:
         sched = self.scheduling
         began, kind = time.perf_counter(), "incremental"
         try:
+            heard = self._take_heard()
             if full or sched.needs_reload(now):
                 self.clusters.invalidate()  # the safety net reads the configuration from the store too
             with self.db.session() as s:
@@ -520,6 +559,7 @@ class Launcher:
                     jobs = (store_jobs.active_jobs(s) if reload
                             else sched.refresh(store_jobs.get_jobs_by_id(s, sched.take_changed())))
                     sched.durations.load(s, jobs, now, renew=True)
+                    self._reach(heard, jobs)
                     held, held_reasons = hold_back(jobs, clu)
                     quotas = cluster.quotas(clu, cluster.cluster_total(nodes))
                     snapshot = build_snapshot(now, nodes, jobs, quotas, clu.config.scheduler, sched.durations.of,
@@ -531,6 +571,7 @@ class Launcher:
                     kind = "full"
                 else:
                     changed = store_jobs.get_jobs_by_id(s, sched.take_changed())
+                    self._reach(heard, changed)
                     sched.durations.load(s, changed, now)
                     sched.follow(changed)
                     decision = sched.run(now)

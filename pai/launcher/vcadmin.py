@@ -14,9 +14,9 @@ from pai.domain.resources import ZERO, Resources
 from pai.launcher import cluster
 from pai.launcher.accounts import Accounts
 from pai.launcher.usage import usage_by_vc
+from pai.store import generations, vcs, wakeups
 from pai.store import jobs as store_jobs
 from pai.store import nodes as store_nodes
-from pai.store import vcs
 from pai.store.db import Database
 from pai.store.vcs import VcStatus
 from pai.vc import VcQuota
@@ -43,15 +43,20 @@ class VcAdmin:
                  accounts: Accounts | None = None) -> None:
         self.db = db
         self.clock = clock
-        self.clusters = clusters  # the launcher's: each write below invalidates it once committed
+        self.clusters = clusters  # the launcher's: each write below invalidates it once committed (and bumps the
+        # generations, which every process's caches follow)
         self.accounts = accounts  # a VC's group comes and goes with it: users' rights are re-read after a write
 
     @contextmanager
     def _writing(self) -> Iterator[Session]:
-        """A transaction that changes the configuration; the launcher's cached copy is dropped after it."""
+        """A transaction that changes the configuration. It bumps the "cluster" generation, and the "accounts" one
+        (a VC's group comes and goes with it), so that every process's caches reload them, and wakes the leading
+        launcher; this process's own caches are dropped after it as well."""
         try:
             with self.db.session() as s:
                 yield s
+                generations.bump(s, generations.CLUSTER, generations.ACCOUNTS)
+                wakeups.cluster_changed(s)  # the leader's next pass reads it again (and at once)
         finally:
             self.clusters.invalidate()
             if self.accounts is not None:

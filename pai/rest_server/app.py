@@ -46,6 +46,7 @@ from pai.rest_server.keys import (
 from pai.rest_server.leading import leadership, new_holder
 from pai.rest_server.metrics import timing_middleware
 from pai.rest_server.routes import agent_routes, elsewhere_routes, monitor_routes, user_routes
+from pai.rest_server.wakeups import wakeups
 from pai.store.db import Database
 from pai.store.private import private_dir
 
@@ -123,7 +124,7 @@ def _base(config: MasterConfig, part: Part) -> web.Application:
     if part.launches():
         app[CHANNELS] = AgentChannels(epoch=lambda: app[LAUNCHER].epoch)  # pokes are sent once the launcher is up
         app.on_shutdown.append(lambda a: a[CHANNELS].close())  # open WebSockets would hold the shutdown
-        contexts += [_launcher_loop, leadership]
+        contexts += [_launcher_loop, leadership, wakeups]
     else:
         app[WAKE] = _ignore
     app.cleanup_ctx.extend([*contexts, _http_client])

@@ -4,8 +4,9 @@ answers set the master's Role (``pai.launcher.role``), and ``GET /api/v2/masters
 Elected at epoch n, the launcher leads (``Launcher.lead``: its commands carry n, and on PostgreSQL its scheduling
 pass, agents' messages and node timeout are fenced by n) and the loop acts; deposed, the loop stops acting, the
 agents' channels are closed and the agents' endpoints answer NotLeaderError with the leader's URL. The REST API for
-users serves all along: a submission to a standby is stored, and the leader admits it at its next full pass at the
-latest (``--full-pass-seconds``; a wake-up through LISTEN/NOTIFY is still to come).
+users serves all along: a submission to a standby is stored, and the leader hears of it at its commit
+(``pai.rest_server.wakeups``: LISTEN/NOTIFY) and admits it in its next pass; at the latest, at its next full pass
+(``--full-pass-seconds``).
 
 On SQLite the lease is taken at start and a second master on the same file is refused (MasterRunningError); one
 whose holder died without giving the lease up (SIGKILL) is recognised by its process id (SQLite is one machine)."""

@@ -74,6 +74,13 @@ class Database:
     def dialect(self) -> str:
         return self.engine.dialect.name
 
+    def conninfo(self) -> str:
+        """The database as a libpq connection string, for a connection of its own outside the engine (the launcher's
+        listener: ``LISTEN`` needs one that stays open). PostgreSQL only (ValueError otherwise)."""
+        if self.dialect != "postgresql":
+            raise ValueError(f"url: {self!r} is not a PostgreSQL database")
+        return self.url.set(drivername="postgresql").render_as_string(hide_password=False)
+
     def shareable(self) -> bool:
         """Whether another process can open this database (SQLite in memory cannot)."""
         name = self.url.database or ""

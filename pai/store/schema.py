@@ -287,3 +287,14 @@ class MasterRow(Base):
     url: Mapped[str] = mapped_column(Text)
     epoch: Mapped[int] = mapped_column(BigInteger)  # the term it leads at; a standby: the lease's, as it last saw it
     seen_at: Mapped[float]
+
+
+class GenerationRow(Base):
+    """A counter per cache of the masters' processes (pai.store.generations): bumped by every write that changes what
+    the cache holds, in the write's transaction; a cached value is used only while the counter is what it was cached
+    at."""
+
+    __tablename__ = "generations"
+
+    name: Mapped[str] = mapped_column(Text, primary_key=True)  # "accounts", "cluster"
+    value: Mapped[int] = mapped_column(BigInteger)

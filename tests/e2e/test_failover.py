@@ -46,8 +46,9 @@ def metric(url: str, name: str) -> float:
     return float(next(line.split()[-1] for line in text.splitlines() if line.startswith(name + " ")))
 
 
-def start_standby(c: Cluster, db: str) -> tuple[str, MasterApi]:
-    """A second master on the same database (its own ports and data directory, the first's secret key)."""
+def start_standby(c: Cluster, db: str, args: tuple[str, ...] = LEASE) -> tuple[str, MasterApi]:
+    """A second master on the same database (its own ports and data directory, the first's secret key), started with
+    ``args``."""
     port, launcher = free_port(), free_port()
     url = f"http://127.0.0.1:{port}"
     data = c.tmp / "master-b"
@@ -55,7 +56,7 @@ def start_standby(c: Cluster, db: str) -> tuple[str, MasterApi]:
     (data / "secret-key").write_bytes((c.tmp / "master" / "secret-key").read_bytes())
     (data / "secret-key").chmod(0o600)
     c.spawn("master-b", ["master", "--port", str(port), "--data-dir", str(data), "--database-url", db,
-                         "--advertise-url", url, "--launcher-port", str(launcher), "--workers", "2", *LEASE])
+                         "--advertise-url", url, "--launcher-port", str(launcher), "--workers", "2", *args])
     api = MasterApi(HttpClient(url, timeout=10))
 
     def up() -> Any:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from psycopg.conninfo import conninfo_to_dict
 from sqlalchemy import inspect, text
 from sqlalchemy.exc import IntegrityError
 
@@ -138,3 +139,19 @@ def test_database_made_on_one_thread_serves_a_worker_thread(db: Database) -> Non
         assert worker.submit(work).result() == 1
     with db.session() as s:
         assert [n.name for n in nodes.list_nodes(s)] == ["w"]
+
+
+def test_conninfo_gives_libpq_the_same_database_with_its_password_and_options(tmp_path: Path) -> None:
+    db = Database("postgresql://pai:p%40ss%2Fw@db.example:5433/pai?options=-csearch_path%3Dpai_x&sslmode=require")
+    try:
+        assert conninfo_to_dict(db.conninfo()) == {"user": "pai", "password": "p@ss/w", "host": "db.example",
+                                                   "port": "5433", "dbname": "pai", "options": "-csearch_path=pai_x",
+                                                   "sslmode": "require"}
+    finally:
+        db.dispose()
+    sqlite = Database(f"sqlite:///{tmp_path / 'pai.db'}")
+    try:
+        with pytest.raises(ValueError, match="not a PostgreSQL database"):
+            sqlite.conninfo()
+    finally:
+        sqlite.dispose()
