@@ -8,7 +8,6 @@ timed ``--runs`` times, one transaction each:
                            adds now (the request's transaction is open already)
   caller, cache hit        ``Accounts.caller(s, token)`` with the token cached: the generation read and a dict
   caller, cache miss       the same after a bump: the generation read, the token's and its user's rows
-  cached_caller (memory)   the lookup that touches no database, as before: no read at all
 
 Figures, not assertions (docs/architecture.md, "Caches across processes").
 """
@@ -45,15 +44,6 @@ def timed(runs: int, setup: Callable[[Session], object], measure: Callable[[Sess
             began = time.perf_counter()
             measure(s)
             times.append(time.perf_counter() - began)
-    return times
-
-
-def whole(runs: int, fn: Callable[[], object]) -> list[float]:
-    times = []
-    for _ in range(runs):
-        began = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - began)
     return times
 
 
@@ -94,7 +84,6 @@ def bench(label: str, url: str, runs: int) -> None:
                 bump(s)
             misses += timed(1, select_one, lambda s: accounts.caller(s, token), db)
         print(line("caller, cache miss", misses))
-        print(line("cached_caller (memory)", whole(runs, lambda: accounts.cached_caller(token))))
     finally:
         db.dispose()
 

@@ -5,9 +5,7 @@ user and expiry; at most ``CACHE_SIZE``). Several processes, of several masters,
 database: every write that changes users, tokens or groups bumps the "accounts" generation in its transaction
 (``pai.store.generations``), and ``caller`` reads the generation in the lookup's transaction and uses the cache
 only if its entries were read at that generation. So a token revoked or an admin demoted through any process is
-refused on the next request to every process, not after a delay. The writer's own cache is cleared at once as
-well (``invalidate``), which ``cached_caller``, the lookup that touches no database, relies on: it is as fresh
-as this process's own writes only.
+refused on the next request to every process, not after a delay.
 """
 
 from __future__ import annotations
@@ -86,13 +84,6 @@ class Accounts:
             users.ensure_admin(s, name, password)
             generations.bump(s, generations.ACCOUNTS)
         self.invalidate()
-
-    def cached_caller(self, token: str) -> tuple[bool, Caller | None]:
-        """``(True, who the token speaks for, or None)`` when the cache knows the token; ``(False, None)`` when only
-        the store can tell (``caller``). Touches no database: the event loop asks this first and saves a thread
-        hop. It does not see a write made through another process until ``caller`` has run here since."""
-        hit, _ = self._cached(token_digest(token))
-        return (False, None) if hit is None else (True, self._valid(hit))
 
     def caller(self, s: Session, token: str) -> Caller | None:
         """Who the token speaks for while it is valid, in ``s``'s transaction (a request's own): one read of the

@@ -80,11 +80,6 @@ class ClusterCache:
         self._generation = 0
         self.on_invalidate: Callable[[], None] | None = None  # called after each invalidate
 
-    def cached(self) -> Cluster | None:
-        """The configuration if it is loaded (touches no database: the event loop may ask)."""
-        with self._lock:
-            return self._value
-
     def get(self, s: Session) -> Cluster:
         """The configuration as ``s``'s transaction sees it: from the cache while its generation holds."""
         at = generations.value(s, generations.CLUSTER)

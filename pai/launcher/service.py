@@ -228,21 +228,10 @@ class Launcher:
             config = self.clusters.get(s).config
             return dict(config.priority_classes), config.limits
 
-    def cached_submission_rules(self) -> tuple[dict[str, int], JobLimits] | None:
-        """``submission_rules`` if the configuration is cached, else None (touches no database: for the event loop;
-        as fresh as this process's own writes)."""
-        cluster = self.clusters.cached()
-        return None if cluster is None else (dict(cluster.config.priority_classes), cluster.config.limits)
-
     def jobs_readable_by_all(self) -> bool:
-        """The configuration's ``access.jobsReadableByAll`` as the database has it now (a read: on a reader thread;
-        ``cached_jobs_readable_by_all`` asks no database)."""
+        """The configuration's ``access.jobsReadableByAll`` as the database has it now (a read: on a reader thread)."""
         with self.db.session() as s:
             return self.clusters.get(s).jobs_readable_by_all
-
-    def cached_jobs_readable_by_all(self) -> bool | None:
-        cluster = self.clusters.cached()
-        return None if cluster is None else cluster.jobs_readable_by_all
 
     def storages(self, user: User) -> list[Storage]:
         """The storages ``user`` may mount."""

@@ -43,10 +43,7 @@ async def current_caller(request: web.Request) -> Caller:
     if _CALLER in request:
         return request[_CALLER]
     token, basic_user = _credentials(request)
-    accounts = request.app[LAUNCHER].accounts
-    cached, caller = accounts.cached_caller(token)  # most requests: answered here, with no hop to a reader thread
-    if not cached:
-        caller = await request.app[STORE].read(accounts.caller_of, token)
+    caller = await request.app[STORE].read(request.app[LAUNCHER].accounts.caller_of, token)  # the generation read
     if caller is None:
         raise UnauthorizedUserError("the token is invalid or has expired; log in again")
     if basic_user is not None and (basic_user != caller.user.name or not caller.application):

@@ -88,9 +88,7 @@ async def reader(request: web.Request, owners: Iterable[str]) -> tuple[User, boo
     every job."""
     user = await current_user(request)
     launcher = request.app[LAUNCHER]
-    everyone = launcher.cached_jobs_readable_by_all()
-    if everyone is None:
-        everyone = await request.app[STORE].read(launcher.jobs_readable_by_all)
+    everyone = await request.app[STORE].read(launcher.jobs_readable_by_all)
     for owner in owners:
         require_reader(user, owner, everyone)
     return user, everyone

@@ -21,8 +21,7 @@ from pai.store.records import User
 async def _submit(request: web.Request, user: User, *, form_v1: bool = False, name: str | None = None
                   ) -> web.Response:
     launcher = request.app[LAUNCHER]
-    rules = launcher.cached_submission_rules()  # the configuration cached: no hop to a reader thread
-    classes, limits = rules if rules is not None else await request.app[STORE].read(launcher.submission_rules)
+    classes, limits = await request.app[STORE].read(launcher.submission_rules)
     if form_v1 and request.content_type in FORM_TYPES:  # OpenPAI's VS Code extension posts a v1 job as a form
         pairs = await form_pairs(request)
         parsed = await request.app[STORE].read(parse_form_job, pairs, classes, limits)

@@ -70,19 +70,3 @@ def test_a_lookup_that_raced_with_a_revoke_is_not_cached(db: Database, monkeypat
     assert accounts.user_of(token) is not None  # this request started before the revoke: it is let through
     monkeypatch.setattr(tokens, "lookup", real_lookup)
     assert accounts.user_of(token) is None  # and the next one is refused at once
-
-
-def test_the_cache_answers_without_the_store_only_for_tokens_it_knows(db: Database) -> None:
-    clock = Clock(1000.0)
-    accounts = Accounts(db, clock)
-    accounts.ensure_admin("admin", "pw")
-    token, user = accounts.login("admin", "pw", 60)
-    assert accounts.cached_caller(token) == (False, None)  # not looked up yet: the caller must ask the store
-    assert accounts.user_of(token) == user
-    known, caller = accounts.cached_caller(token)
-    assert known and caller is not None and (caller.user, caller.expires_at, caller.application) == (user, 1060, False)
-    assert accounts.cached_caller("not-a-token") == (False, None)
-    clock.now = 1061.0
-    assert accounts.cached_caller(token) == (True, None)  # known, and expired: refused without the store
-    accounts.invalidate()
-    assert accounts.cached_caller(token) == (False, None)
