@@ -40,6 +40,15 @@ def agent_post(url: str, path: str) -> tuple[int, dict[str, Any]]:
         return e.code, json.loads(e.read())
 
 
+def get_status(url: str, path: str, token: str) -> tuple[int, dict[str, Any]]:
+    request = urllib.request.Request(url + path, headers={"Authorization": f"Bearer {token}"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
 def metric(url: str, name: str) -> float:
     with urllib.request.urlopen(url + "/metrics", timeout=10) as answer:
         text = answer.read().decode()
@@ -93,6 +102,16 @@ def test_two_masters_on_postgresql_one_leads_the_standby_serves_and_takes_over_w
         for url in (b_launcher, b_url, c.url):
             status, body = agent_post(url, "/api/internal/agents/node-a/heartbeat")
             assert (status, body["code"], body["leader"]) == (503, "NotLeaderError", c.launcher_url), (url, body)
+
+        # A token revoked through one master is refused at once by the other's API workers (each of them).
+        token = MasterApi(HttpClient(b_url, timeout=10)).login("admin", ADMIN_PASSWORD)["token"]
+        other = MasterApi(HttpClient(c.url, timeout=10, token=token))
+        assert [other.http.json("GET", "/api/v2/users/admin")["username"] for _ in range(4)] == ["admin"] * 4
+        c.api.http.json("DELETE", f"/api/v2/tokens/{token}")
+        for url in (c.url, b_url):
+            for _ in range(4):  # a new connection each: whichever worker takes it
+                status, body = get_status(url, "/api/v2/users/admin", token)
+                assert (status, body["code"]) == (401, "UnauthorizedUserError"), (url, body)
 
         # A job submitted to the standby is stored there and run by the leader.
         key = str(b.submit(job("via-standby").encode(), "application/json")["jobName"])
