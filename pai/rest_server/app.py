@@ -62,7 +62,10 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
     private_dir(config.data_dir)  # 0700: the database, the tokens and the secret key are in it
     app[AGENT_TOKEN] = config.resolve_agent_token()
     store = StoreThread()
-    db = Database(config.db_url())
+    # The launcher's sessions end on the server if frozen in a transaction past the step-down: a fenced write keeps
+    # the lease row locked until then, and the standby's takeover waits for it
+    idle = config.lease.step_down_after if part.launches() else None
+    db = Database(config.db_url(), idle_in_transaction_seconds=idle)
     keyring = await store.call(config.secret_keyring, db.engine)
     if part.launches():
         log.info("job secrets are sealed with the secret key from source=%s", keyring.source)

@@ -58,10 +58,14 @@ class Database:
     master has one; a process that only reads (the read front, list processes) needs none. A SQLite file and its
     ``-wal``/``-shm`` are mode 0600 in a 0700 directory, whatever the umask."""
 
-    def __init__(self, url: str, keyring: Keyring | None = None) -> None:
+    def __init__(self, url: str, keyring: Keyring | None = None, *,
+                 idle_in_transaction_seconds: float | None = None) -> None:
+        """``idle_in_transaction_seconds`` (PostgreSQL): the server ends a session of this engine that stays that long
+        in a transaction without a statement (its process frozen, cut off), so that the locks it holds, such as the
+        lease row a fenced write keeps, do not outlive it."""
         self.url = normalize_url(url)
         self.keyring = keyring
-        self.engine: Engine = _create_engine(self.url)
+        self.engine: Engine = _create_engine(self.url, idle_in_transaction_seconds)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False,
                                       info={} if keyring is None else {KEYRING_INFO: keyring})
 
@@ -122,10 +126,13 @@ class Database:
         return f"Database({self.url.render_as_string(hide_password=True)!r})"
 
 
-def _create_engine(url: URL) -> Engine:
+def _create_engine(url: URL, idle_in_transaction_seconds: float | None = None) -> Engine:
     if url.get_backend_name() == "sqlite":
         return _sqlite_engine(url)
-    return create_engine(url, pool_pre_ping=True)
+    if idle_in_transaction_seconds is None:
+        return create_engine(url, pool_pre_ping=True)
+    timeout = f"-c idle_in_transaction_session_timeout={max(1, round(idle_in_transaction_seconds * 1000))}"
+    return create_engine(url, pool_pre_ping=True, connect_args={"options": timeout})
 
 
 def _sqlite_engine(url: URL) -> Engine:
