@@ -132,7 +132,9 @@ def _create_engine(url: URL, idle_in_transaction_seconds: float | None = None) -
     if idle_in_transaction_seconds is None:
         return create_engine(url, pool_pre_ping=True)
     timeout = f"-c idle_in_transaction_session_timeout={max(1, round(idle_in_transaction_seconds * 1000))}"
-    return create_engine(url, pool_pre_ping=True, connect_args={"options": timeout})
+    given = url.query.get("options", "")  # the URL's own (a search_path, say) are kept
+    options = " ".join([*(given if isinstance(given, tuple) else (given,)), timeout]).strip()
+    return create_engine(url.update_query_dict({"options": options}), pool_pre_ping=True)
 
 
 def _sqlite_engine(url: URL) -> Engine:

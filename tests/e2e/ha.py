@@ -31,7 +31,7 @@ ORDER = {"WAITING": 0, "RUNNING": 1, **dict.fromkeys(TERMINAL, 2)}  # a job's st
 
 
 def master_ports(n: int) -> list[int]:
-    """``n`` free ports, each with the one after it free too (a master may also listen on its port + 1)."""
+    """``n`` free ports, each with the one after it free too (a master's launcher listens on its port + 1 here)."""
     ports: list[int] = []
     while len(ports) < n:
         with socket.socket() as s:
@@ -80,6 +80,10 @@ class Ha:
     def url(self, name: str) -> str:
         return f"http://127.0.0.1:{self.ports[name]}"
 
+    def launcher_url(self, name: str) -> str:
+        """The master's launcher (the agents' endpoints, the lease's metrics)."""
+        return f"http://127.0.0.1:{self.ports[name] + 1}"
+
     @property
     def all_urls(self) -> str:
         return ",".join(self.url(name) for name in self.ports)
@@ -93,7 +97,8 @@ class Ha:
             if name != first:  # every master gets the first one's secret key
                 shutil.copy2(self.c.tmp / first / "secret-key", data / "secret-key")
         self.c.spawn(name, ["master", "--port", str(port), "--data-dir", str(data), "--database-url",
-                            self.database_url, "--advertise-url", url, *self.master_args])
+                            self.database_url, "--advertise-url", url, "--launcher-port", str(port + 1),
+                            "--workers", "2", *self.master_args])
         api = MasterApi(HttpClient(url, timeout=10))
         proc = self.c.procs[name]
 
@@ -127,7 +132,7 @@ class Ha:
 
     def leading(self, name: str) -> bool:
         """Whether the master ``name`` says it leads (the API and /metrics agree)."""
-        return (self.url(name), "leader", True) in self.masters(name) and metric(self.url(name),
+        return (self.url(name), "leader", True) in self.masters(name) and metric(self.launcher_url(name),
                                                                                  "pai_master_leader") == 1.0
 
     def wait_leader(self, among: list[str], timeout: float) -> str:
