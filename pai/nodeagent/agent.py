@@ -163,7 +163,9 @@ class Agent:
                               self.epochs, lambda: self.masters.current)
         log_server = LogServer(self.paths, cfg.address, cfg.log_port, cfg.token, metrics.render)
         self.log_port = await log_server.start()
-        self._client = MasterClient(self.masters.current, cfg.token, cfg.request_timeout_seconds)
+        # a master that does not answer (frozen) costs a whole timeout: several must fit in the fencing window
+        self._client = MasterClient(self.masters.current, cfg.token,
+                                    min(cfg.request_timeout_seconds, self.node_timeout_seconds / 5))
         extra = {"master": ",".join(self.masters.urls), "log_port": self.log_port, "runtime": self.runtime_name,
                  "epoch": self.epochs.highest}
         self.log.info("agent started", extra=extra | {"resources": self._resources.total.describe()})

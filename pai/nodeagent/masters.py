@@ -9,12 +9,18 @@ agent goes next, as a table of what went wrong:
 what the current master did           where the agent goes                                    when
 ====================================  ======================================================  ===========
 named a leader (not itself)           that leader (added to the list when it is not there)    at once [1]
-named no leader, or itself            the next URL of the list (round robin)                  after backoff
-could not be reached                  the next URL of the list (round robin)                  after backoff
+named no leader, itself, or a leader  the next URL of the list (round robin) [2]              after backoff
+unreachable since the last answer
+could not be reached                  the next URL of the list [2] after it, or, for a leader  after backoff
+                                      it was sent to, after the master that named it
 ====================================  ======================================================  ===========
 
 [1] Following a name again before any master has answered (two standbys naming each other from a stale lease)
 waits for the backoff like the others, so that the agent never spins.
+[2] Skipping the URLs that could not be reached since the last answer, unless every one of them could not. A frozen
+master (SIGSTOP, a VM paused) accepts connections and never answers, so each try costs a whole request timeout: the
+agent must not spend its fencing window on it again and again while a standby still names it from its unexpired
+lease.
 
 A move changes only where requests go: the agent keeps its tasks and its fencing timer, which only a real answer
 of a master renews (``Agent._apply``).
@@ -60,6 +66,8 @@ class Masters:
         self.urls = list(urls)
         self._index = 0
         self._named_since_answer = False  # a named leader was followed and no master has answered since
+        self._origin: int | None = None  # the index of the master that named the current one
+        self._unreachable: set[str] = set()  # the URLs that could not be reached since the last answer
 
     @property
     def current(self) -> str:
@@ -68,15 +76,29 @@ class Masters:
     def answered(self) -> None:
         """The current master answered as the leader."""
         self._named_since_answer = False
+        self._unreachable.clear()
 
     def after(self, *, unreachable: bool = False, leader: str | None = None) -> Move:
         """Where to go after the current master was ``unreachable`` or answered NotLeaderError naming ``leader``."""
         named = None if unreachable or leader is None else leader.strip().rstrip("/") or None
-        if named is not None and named != self.current:
+        if named is not None and named != self.current and named not in self._unreachable:
             if named not in self.urls:
                 self.urls.append(named)
-            self._index = self.urls.index(named)
+            self._origin, self._index = self._index, self.urls.index(named)
             at_once, self._named_since_answer = not self._named_since_answer, True
             return Move(named, Reason.NAMED_LEADER, at_once)
-        self._index = (self._index + 1) % len(self.urls)
+        start = self._index
+        if unreachable:
+            self._unreachable.add(self.current)
+            start = self._index if self._origin is None else self._origin
+        self._origin, self._index = None, self._next(start)
         return Move(self.current, Reason.UNREACHABLE if unreachable else Reason.NO_LEADER, False)
+
+    def _next(self, start: int) -> int:
+        """The index of the first URL after ``start`` that was not unreachable since the last answer (round robin);
+        when every one was, the one after ``start``."""
+        n = len(self.urls)
+        for step in range(1, n + 1):
+            if self.urls[(start + step) % n] not in self._unreachable:
+                return (start + step) % n
+        return (start + 1) % n
