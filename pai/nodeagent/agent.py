@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import random
 import subprocess
 import time
@@ -36,7 +37,7 @@ from pai.nodeagent.logfmt import bind
 from pai.nodeagent.logserver import LogServer
 from pai.nodeagent.logwatch import LogWatch
 from pai.nodeagent.master_client import MasterClient, MasterRefusedError, MasterUnavailableError, NotLeaderError
-from pai.nodeagent.masters import Masters, Move
+from pai.nodeagent.masters import Masters, Move, Reason
 from pai.nodeagent.metrics import NodeMetrics
 from pai.nodeagent.paths import AgentPaths
 from pai.nodeagent.process_runtime import ProcessRuntime
@@ -57,6 +58,7 @@ from pai.protocol import (
 RUNTIMES = ("auto", "docker", "process")
 MIN_HEARTBEAT_SECONDS = 0.05
 FENCE_POLL_SECONDS = 0.5
+STANDBY_RETRY_SECONDS = 1.0  # the longest wait between tries while masters answer that they do not lead
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,8 +241,10 @@ class Agent:
                 if move.at_once:
                     continue
             await asyncio.sleep(backoff * random.uniform(0.8, 1.2))
-            # Never wait so long that a master back from an outage declares this node lost meanwhile.
-            backoff = min(backoff * 2, self.config.max_backoff_seconds, self.node_timeout_seconds / 5)
+            # Never wait so long that a master back from an outage declares this node lost meanwhile; and while
+            # masters answer that they do not lead (an election under way), ask again soon.
+            cap = STANDBY_RETRY_SECONDS if move is not None and move.reason is not Reason.UNREACHABLE else math.inf
+            backoff = min(backoff * 2, self.config.max_backoff_seconds, self.node_timeout_seconds / 5, cap)
 
     def _follow(self, move: Move) -> None:
         """Talk to ``move.url`` from now on: requests and the channel. The tasks and the fencing timer stay."""

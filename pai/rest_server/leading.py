@@ -30,6 +30,7 @@ from pai.rest_server.auth import current_user
 from pai.rest_server.keys import CHANNELS, CONFIG, DB, LAUNCHER, LOOP, ROLE, STORE
 from pai.store import leases, masters
 from pai.store.leases import LeaseState
+from pai.store.liveness import Liveness
 
 log = logging.getLogger("pai.master")
 T = TypeVar("T")
@@ -59,11 +60,22 @@ async def leadership(app: web.Application) -> AsyncIterator[None]:
 
     loop = asyncio.get_running_loop()
 
+    liveness = None if sqlite else Liveness(db.conninfo())
+    stale_after = 2 * timing.renew_every  # a lease its holder has not renewed for this long, with its session gone
+
     def ask(epoch: int | None) -> LeaseState:
+        # a standby that gets the liveness lock knows the leader's session has ended: it need not wait for the lease
+        gone = liveness is not None and epoch is None and liveness.try_hold()
         with db.session() as s:
-            lease = leases.acquire_or_renew(s, leases.LAUNCHER, holder, timing.lease_seconds, epoch=epoch)
+            lease = leases.acquire_or_renew(s, leases.LAUNCHER, holder, timing.lease_seconds, epoch=epoch,
+                                            stale_after=stale_after if gone else None)
             masters.seen(s, holder, lease.epoch, url=config.advertised())
-            return lease
+        if liveness is not None:
+            if lease.held_by(holder):
+                liveness.try_hold()  # the leader holds it (one that took over from a frozen leader gets it later)
+            else:
+                liveness.release()  # a live leader that does not hold it yet (it took over by expiry) must get it
+        return lease
 
     def writer(fn: Callable[..., T], *args: Any) -> T:
         """Off the event loop; on SQLite through the store's writer thread, where every write goes (two writing
@@ -134,6 +146,8 @@ async def leadership(app: web.Application) -> AsyncIterator[None]:
         await asyncio.to_thread(writer, forget)
     except Exception as e:  # its row ages out of the list
         log.warning("master not unlisted holder=%s error=%r", holder, e)
+    if liveness is not None:
+        await asyncio.to_thread(liveness.close)
 
 
 async def list_masters(request: web.Request) -> web.Response:

@@ -48,19 +48,23 @@ class LeaseState:
 
 
 def acquire_or_renew(s: Session, name: str, holder: str, duration: float, *, epoch: int | None = None,
-                     now: float | None = None) -> LeaseState:
+                     stale_after: float | None = None, now: float | None = None) -> LeaseState:
     """Ask for the lease ``name`` for ``duration`` seconds; returns the lease as it is afterwards (``held_by(holder)``
     tells whether ``holder`` has it).
 
     ``epoch=None`` acquires: ``holder`` gets the lease, at the next epoch, when nobody holds it, its lease ran out or
-    was released, or ``holder`` held it already (a new term). ``epoch=n`` renews: it is extended, epoch kept, only
-    while ``holder`` holds it at epoch ``n``. ``now``: SQLite only (PostgreSQL reads its own clock)."""
+    was released, or ``holder`` held it already (a new term); with ``stale_after``, also when its holder has not
+    renewed it for that long (the caller knows the holder is gone: ``pai.store.liveness``). ``epoch=n`` renews: it
+    is extended, epoch kept, only while ``holder`` holds it at epoch ``n``. ``now``: SQLite only (PostgreSQL reads
+    its own clock)."""
     if holder == RELEASED:
         raise ValueError("a lease holder needs a name")
     at = clock(s, now)
     if epoch is None:
         may: ColumnElement[bool] = or_(LeaseRow.holder == holder, LeaseRow.holder == RELEASED,
                                        LeaseRow.expires_at < at)
+        if stale_after is not None:
+            may = or_(may, LeaseRow.renewed_at < at - stale_after)
         next_epoch: Any = LeaseRow.epoch + 1
     else:
         may = and_(LeaseRow.holder == holder, LeaseRow.epoch == epoch)

@@ -123,7 +123,8 @@ def test_two_masters_on_postgresql_one_leads_the_standby_serves_and_takes_over_w
         killed = time.monotonic()
         wait_for("the standby leads", lambda: (b_url, "leader", True) in roles(b), 3 * LEASE_SECONDS)
         took = time.monotonic() - killed
-        assert took <= LEASE_SECONDS + 2 * RENEW_SECONDS + 1.0, took
+        # its session gone, the leader's liveness lock goes at once: the standby does not wait for the lease to run out
+        assert took < LEASE_SECONDS - 1.0, took
         assert metric(b_launcher, "pai_master_leader") == 1.0 and metric(b_launcher, "pai_master_epoch") == epoch + 1
         status, body = agent_post(b_launcher, "/api/internal/agents/node-a/heartbeat")
         assert status != 503, body  # the new leader answers agents (this node must register with it first)

@@ -190,3 +190,18 @@ def _scalar(db: Database, query: TextClause) -> object:
     """In a transaction of its own: PostgreSQL reads pg_stat_activity once per transaction."""
     with db.engine.connect() as connection:
         return connection.execute(query).scalar()
+
+
+async def test_a_stale_lease_is_taken_only_by_one_that_says_its_holder_is_gone(db: Database) -> None:
+    held = ask(db, "a", LONG, now=100.0)  # renewed at 100, runs out much later
+
+    def b(stale_after: float | None) -> LeaseState:
+        with db.session() as s:
+            return leases.acquire_or_renew(s, NAME, "b", LONG, stale_after=stale_after, now=104.5)
+
+    assert b(None) == held  # not run out: still a's unless the asker knows a's session has ended
+    assert b(LONG) == held  # renewed too recently to be stale
+    taken = await eventually(lambda: (t := b(SHORT)).held_by("b") and t, what="b taking the stale lease")
+    assert taken.epoch == held.epoch + 1
+    with db.session() as s:  # a is deposed: its renewal fails
+        assert leases.acquire_or_renew(s, NAME, "a", LONG, epoch=held.epoch, now=105.0).held_by("b")
