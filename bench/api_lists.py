@@ -348,10 +348,10 @@ def ratio(burst: dict[str, Any], name: str) -> float:
 def table(results: list[tuple[str, dict[str, Any]]]) -> list[str]:
     """One row per figure, one column per master."""
     width = max(len(name) for name, _ in results) + 2
-    rows = [f"{'':<38}" + "".join(f"{name:>{width}}" for name, _ in results)]
+    rows = [f"{'':<40}" + "".join(f"{name:>{width}}" for name, _ in results)]
 
     def row(label: str, value: Callable[[dict[str, Any]], str]) -> None:
-        rows.append(f"{label:<38}" + "".join(f"{value(f):>{width}}" for _, f in results))
+        rows.append(f"{label:<40}" + "".join(f"{value(f):>{width}}" for _, f in results))
 
     row("default list p50 / p99 (ms)", lambda f: f"{ms(f['idle']['default list'], 0.5)} / "
         f"{ms(f['idle']['default list'], 0.99)}")
@@ -371,6 +371,8 @@ def table(results: list[tuple[str, dict[str, Any]]]) -> list[str]:
             f"{f['burst']['cpu'][k]:.2f}" for k in ("launcher", "api workers", "postgres")))
         row("burst CPU client/machine (cores)", lambda f: "/".join(
             f"{f['burst']['cpu'][k]:.2f}" for k in ("bench client", "machine")))
+        row("CPU per submission launcher/API/pg (ms)", lambda f: "/".join(
+            f"{f['burst']['cpu'][k] / f['burst']['rate'] * 1000:.1f}" for k in ("launcher", "api workers", "postgres")))
     return rows
 
 

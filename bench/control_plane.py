@@ -191,10 +191,10 @@ def report(name: str, figures: dict[str, Any]) -> list[str]:
 def table(results: list[tuple[str, dict[str, Any]]]) -> list[str]:
     """One row per figure, one column per master."""
     width = max(len(name) for name, _ in results) + 2
-    rows = [f"{'':<34}" + "".join(f"{name:>{width}}" for name, _ in results)]
+    rows = [f"{'':<40}" + "".join(f"{name:>{width}}" for name, _ in results)]
 
     def row(label: str, value: Callable[[dict[str, Any]], str]) -> None:
-        rows.append(f"{label:<34}" + "".join(f"{value(f):>{width}}" for _, f in results))
+        rows.append(f"{label:<40}" + "".join(f"{value(f):>{width}}" for _, f in results))
 
     row("submit -> RUNNING p50 (ms)", lambda f: f"{statistics.median(f['running']) * 1000:.1f}")
     row("submit -> SUCCEEDED p50 (ms)", lambda f: f"{statistics.median(f['succeeded']) * 1000:.1f}")
@@ -206,6 +206,9 @@ def table(results: list[tuple[str, dict[str, Any]]]) -> list[str]:
             f"{f['burst']['cpu api workers']:.2f}/{f['burst']['cpu postgres']:.2f}")
         row("burst CPU client/machine (cores)", lambda f: f"{f['burst']['cpu bench']:.2f}/"
             f"{f['burst']['cpu machine']:.2f}")
+        row("CPU per submission launcher/API/pg (ms)", lambda f: "/".join(
+            f"{f['burst'][k] / f['burst']['rate'] * 1000:.1f}" for k in ("cpu launcher", "cpu api workers",
+                                                                         "cpu postgres")))
     return rows
 
 
