@@ -1,38 +1,36 @@
-"""API list benchmark: ``python bench/api_lists.py [--backend sqlite|postgresql] [--jobs N] [--seconds S] [--burst B]``.
+"""API list benchmark: ``python bench/api_lists.py [--database sqlite,postgresql] [--workers 1,2,4] [--jobs N]
+[--seconds S] [--burst B]``.
 
-Stores N finished 1-task jobs (default 100,000; 100 users, 5 VCs) through the store layer in batches (on
-PostgreSQL then VACUUM ANALYZE, as autovacuum would after such a load), then starts the real master
-(``pai.rest_server.app.make_app``) in a child process on a free port and measures, one request at a time, each
+Side by side, in one run, one master after another, each on a fresh database (SQLite in a temporary directory; a
+private schema of PostgreSQL's database ``test`` at 127.0.0.1:5432, dropped after): SQLite (``pai master`` as one
+process, the embedded baseline) and PostgreSQL with each ``--workers`` count (``pai master`` as the launcher's
+process plus gunicorn's arbiter with N API worker processes). For each, N finished 1-task jobs (default 100,000;
+100 users, 5 VCs) are stored directly in the database in batches (on PostgreSQL then VACUUM ANALYZE, as autovacuum
+would after such a load), then the real ``pai master`` is started on it and measured, one request at a time, each
 over up to S seconds (at least 3 and at most 200 requests):
 
-  default list      GET /api/v2/jobs as a client sends it, with no limit
+  default list      GET /api/v2/jobs as a client sends it, with no limit (5,000 jobs, OpenPAI's default)
   paged list        limit=20 with withTotalCount, the first page and a deep one (offset 50,000)
   filters           username, vc, state (one, two), keyword (a common word and a rare one that only a full scan
                     finds), each with limit=20 and withTotalCount; and username as a client sends it, no limit
   detail            GET /api/v2/jobs/{user}~{job} of random jobs
-  master RSS        the child's resident memory now and at its peak (VmRSS, VmHWM from /proc), and that of the
-                    processes it started (its list processes and their fork server)
+  master RSS        the master's own process (the launcher's, on PostgreSQL) now and at its peak (VmRSS, VmHWM),
+                    and the processes it started (gunicorn's arbiter and its API workers)
 
-The master runs as ``pai master`` does, behind its read front (``pai.rest_server.front``); ``--no-front`` runs it
-alone. Then, unless ``--burst 0``, the lists under load: a client process of its own GETs the default list and the
-paged list (limit 20, withTotalCount) in turn, first for ``--idle-seconds`` (20) with the master otherwise idle
-(about as many requests as during a burst of 3,000, so that the two p99s are over like samples), then while B
-small 1-task jobs (default 1,000) are POSTed by 16 threads of this process (``--burst-concurrency``); no agent is
-registered, so the jobs wait, each one a submission and a scheduling pass. Printed: both lists' p50/p99 idle and
-during the burst, with the ratio of the p99s; the burst's submissions/s and POST p50/p99; the master's full
-garbage collections during the burst (each stops every thread) and the longest, and the CPU time of the master
-and of each process it started (the front, its list processes) during the burst. Each client keeps one HTTP
-connection (http.client), so the idle baseline is taken by the same client as the burst figures.
+Then, unless ``--burst 0``, the lists under load: a client process of its own GETs the default list and the paged
+list (limit 20, withTotalCount) in turn, first for ``--idle-seconds`` (20) with the master otherwise idle (about as
+many requests as during a burst of 3,000, so that the two p99s are over like samples), then while B small 1-task
+jobs (default 3,000) are POSTed by 16 threads of this process (``--burst-concurrency``), each keeping one
+connection; no agent is registered, so the jobs wait, each one a submission the launcher schedules. Printed: both
+lists' p50/p99 idle and during the burst, with the ratio of the p99s; the burst's submissions/s and POST p50/p99;
+the CPU time during the burst of the launcher's process, the API workers, PostgreSQL's processes (all of this
+machine's: shared with whatever else uses the server), this process (the burst's client) and the whole machine. At
+the end, a table of every master's main figures.
 
-``--client-nice N`` runs the POSTing threads at nice N (default 0). On a machine this small (2 cores) the burst's
-client competes with the master for the CPU, which a deployment's clients, on other machines, do not: with a
-positive value the master's own work (parsing, storing, scheduling every submission) still runs at full rate, but
-the client's threads get the CPU after the master's and the list client's. Measured (2 cores, 3,000 submissions,
-two runs each): it does not close the paged list's tail (p99 ratio 3.5-4.0x at nice 10, 3.0-4.6x at 0), nor does
-running the master's writer thread at nice 5: the reads wait for the master's interpreter lock, not for a CPU.
-
-A p99 over ~60 samples (a burst of 3,000) is about their slowest, and one slow request moves it from run to run:
-``--burst 6000 --idle-seconds 40`` gives ~150 samples a side and a steadier ratio.
+``--client-nice N`` runs the POSTing threads at nice N (default 0): on a machine this small the burst's client
+competes with the master for the CPU, which a deployment's clients, on other machines, do not. A p99 over ~60
+samples (a burst of 3,000) is about their slowest, and one slow request moves it from run to run: ``--burst 6000
+--idle-seconds 40`` gives ~150 samples a side and a steadier ratio.
 
 A request is timed until its whole body is read. Figures, not assertions. Targets (issue 10): default list
 p99 <= 500 ms, paged list and every filter p99 <= 50 ms, detail p99 <= 20 ms, master RSS <= 500 MB; during a
@@ -43,14 +41,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import http.client
 import json
-import logging
 import multiprocessing
 import os
 import random
-import socket
 import statistics
 import sys
 import tempfile
@@ -68,13 +63,22 @@ import aiohttp
 from sqlalchemy import insert, text
 
 from bench.figures import pct
-from bench.master import descendants, wait_healthy
+from bench.master import (
+    config_name,
+    configs,
+    cpu_by_role,
+    cpu_delta,
+    machine_busy,
+    master_process,
+    memory,
+    rss_mb,
+    started_rss_mb,
+    wait_healthy,
+)
 from pai.domain.job import Job, initial_tasks
 from pai.domain.jobspec import JobSpec, TaskRoleSpec
 from pai.domain.resources import Resources
 from pai.domain.states import JobState, TaskState
-from pai.rest_server.config import MasterConfig
-from pai.rest_server.serve import serve
 from pai.store import jobs as store_jobs
 from pai.store import keyword
 from pai.store.db import Database
@@ -82,6 +86,8 @@ from pai.store.schema import JobRow, TaskRow
 from tests.dbkit import database_url
 
 PASSWORD = "bench-password"
+AGENT_TOKEN = "bench-agent-token"
+MASTER_ENV = {"PAI_ADMIN_PASSWORD": PASSWORD, "PAI_AGENT_TOKEN": AGENT_TOKEN, "PAI_LOG_LEVEL": "WARNING"}
 USERS = [f"user-{i:03d}" for i in range(100)]
 VCS = ["default", "dev", "prod", "research", "batch"]
 WORDS = ["train", "eval", "infer", "sweep"]
@@ -142,67 +148,6 @@ def store(url: str, n: int) -> tuple[float, list[str]]:
     return time.perf_counter() - started, keys
 
 
-def record_full_collections(path: str) -> None:
-    """Append the duration of each of this process's full (generation 2) garbage collections to ``path``, in ms:
-    every thread of the master waits for one."""
-    started = [0.0]
-    out = open(path, "a", buffering=1)  # noqa: SIM115 - open for the life of the master
-
-    def callback(phase: str, info: dict[str, int]) -> None:
-        if info["generation"] != 2:
-            return
-        if phase == "start":
-            started[0] = time.perf_counter()
-        else:
-            out.write(f"{(time.perf_counter() - started[0]) * 1000:.2f}\n")
-
-    gc.callbacks.append(callback)
-
-
-def full_collections(path: str, since: int = 0) -> tuple[int, float]:
-    """How many full collections ``record_full_collections`` wrote after the first ``since``, and the longest."""
-    with open(path) as f:
-        pauses = [float(line) for line in f if line.strip()][since:]
-    return len(pauses), max(pauses, default=0.0)
-
-
-def quiet(process: str) -> None:
-    """A master process's logging: warnings only."""
-    logging.getLogger().setLevel(logging.WARNING)
-
-
-def serve_master(url: str, data_dir: str, port: int, front: bool) -> None:
-    """The master as ``pai master`` runs it: behind the read front unless ``front`` is false."""
-    quiet("master")
-    record_full_collections(f"{data_dir}-gc.txt")
-    config = MasterConfig(port=port, data_dir=Path(data_dir), database_url=url, admin_password=PASSWORD,
-                          agent_token="bench-agent-token", front=front)
-    serve(config, print, quiet)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def rss_mb(pid: int) -> tuple[float, float]:
-    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
-    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
-
-
-def memory(pid: int) -> str:
-    """The master's RSS now / at its peak, and its list processes' RSS now."""
-    now, peak = rss_mb(pid)
-    others = []
-    for child in descendants(pid):
-        try:
-            others.append(rss_mb(child)[0])
-        except (OSError, KeyError):
-            continue
-    return f"{now:8.1f} MB / {peak:.1f} MB; {len(others)} processes of its own {sum(others):.1f} MB"
-
-
 def figure(name: str, values: list[float], note: str) -> str:
     return (f"{name:<30} p50 {statistics.median(values) * 1000:8.1f} ms   p99 {pct(values, 0.99) * 1000:8.1f} ms"
             f"   (n={len(values)}; {note})")
@@ -232,13 +177,12 @@ async def measure(http: aiohttp.ClientSession, base: str, paths: list[str], seco
     return times, note
 
 
-async def client(base: str, pid: int, keys: list[str], seconds: float, jobs: int) -> str:
-    """The idle figures; returns the admin's token."""
-    await wait_healthy(base)
+async def client(base: str, pid: int, keys: list[str], seconds: float, jobs: int) -> tuple[str, dict[str, Any]]:
+    """The idle figures, printed; returns the admin's token and the times of each case, by name."""
     login = {"username": "admin", "password": PASSWORD}
     async with aiohttp.ClientSession() as http, http.post(base + "/api/v2/authn/basic/login", json=login) as r:
         token = (await r.json())["token"]
-    print(f"{'master RSS after start':<30} {rss_mb(pid)[0]:8.1f} MB")
+    print(f"{'master RSS after start':<30} {memory(pid)}")
     page = "limit=20&withTotalCount=true"
     cases = [
         ("default list", ["/api/v2/jobs"]),
@@ -255,12 +199,14 @@ async def client(base: str, pid: int, keys: list[str], seconds: float, jobs: int
         ("job detail", [f"/api/v2/jobs/{key}" for key in keys]),
     ]
     headers = {"Authorization": f"Bearer {token}"}
+    figures: dict[str, Any] = {}
     async with aiohttp.ClientSession(headers=headers, timeout=aiohttp.ClientTimeout(total=600)) as http:
         for name, paths in cases:
-            times, note = await measure(http, base, paths, seconds)
-            print(figure(name, times, note), flush=True)
+            figures[name], note = await measure(http, base, paths, seconds)
+            print(figure(name, figures[name], note), flush=True)
     print(f"{'master RSS at the end / peak':<30} {memory(pid)}")
-    return str(token)
+    figures["rss"], figures["rss started"] = rss_mb(pid)[0], sum(started_rss_mb(pid))
+    return str(token), figures
 
 
 class Connection:
@@ -334,10 +280,10 @@ def burst_job(i: int, stamp: int) -> bytes:
 
 
 def under_burst(base: str, pid: int, token: str, idle_seconds: float, burst: int, concurrency: int,
-                gc_log: str, client_nice: int = 0) -> None:
-    """The lists' p50/p99 idle for ``idle_seconds``, then while ``burst`` submissions run at ``concurrency``. The
-    idle window should hold about as many requests as the burst's: a p99 over 9 samples is their largest, over 50
-    nearly so, and comparing the two would measure the sample sizes, not the burst."""
+                client_nice: int = 0) -> dict[str, Any]:
+    """The lists' p50/p99 idle for ``idle_seconds``, then while ``burst`` submissions run at ``concurrency``, printed
+    and returned. The idle window should hold about as many requests as the burst's: a p99 over 9 samples is their
+    largest, over 50 nearly so, and comparing the two would measure the sample sizes, not the burst."""
     idle = lists_beside(base, token, lambda: time.sleep(idle_seconds))
 
     local = threading.local()
@@ -354,86 +300,118 @@ def under_burst(base: str, pid: int, token: str, idle_seconds: float, burst: int
         return took, None if status < 300 else f"HTTP {status} {body[:120]!r}"
 
     results: list[tuple[float, str | None]] = []
-    started = time.perf_counter()
 
     def post_all() -> None:
         # nice is per thread on Linux: each poster lowers its own
         with ThreadPoolExecutor(concurrency, initializer=os.nice, initargs=(client_nice,)) as posters:
             results.extend(posters.map(post, range(burst)))
 
-    before, _ = full_collections(gc_log)
-    cpu_before = cpu_seconds(pid)
+    cpu_before, machine_before, bench_before = cpu_by_role(pid), machine_busy(), os.times()
+    started = time.perf_counter()
     loaded = lists_beside(base, token, post_all)
     posted = time.perf_counter() - started
-    cpu = {name: used - cpu_before.get(name, 0.0) for name, used in cpu_seconds(pid).items()}
+    cpu, machine_after, bench_after = cpu_delta(cpu_before, cpu_by_role(pid)), machine_busy(), os.times()
+    cpu["bench client"] = bench_after.user + bench_after.system - bench_before.user - bench_before.system
+    cpu["machine"] = ((machine_after[0] - machine_before[0]) / max(1, machine_after[1] - machine_before[1])
+                      * (os.cpu_count() or 1) * posted)
     for conn in connections:
         conn.close()
 
     post_times = [t for t, err in results if err is None]
     errors = [err for _, err in results if err is not None]
+    out: dict[str, Any] = {"rate": len(post_times) / posted, "post": post_times, "idle": idle, "loaded": loaded,
+                           "cpu": {name: used / posted for name, used in cpu.items()}}
     print(f"\nunder a burst of {burst:,} submissions at concurrency {concurrency} (client nice {client_nice}): "
-          f"{len(post_times) / posted:.1f} "
-          f"submissions/s over {posted:.1f} s, {len(errors)} refused{f' (first: {errors[0]})' if errors else ''}")
+          f"{out['rate']:.1f} submissions/s over {posted:.1f} s, {len(errors)} refused"
+          f"{f' (first: {errors[0]})' if errors else ''}")
     if post_times:
         print(figure("  POST /api/v2/jobs", post_times, "during the burst"))
     for name, _ in LOADED_CASES:
         a, b = idle[name], loaded[name]
         print(f"{name:<30} idle {p50_p99(a)}   burst {p50_p99(b)}   p99 ratio {pct(b, 0.99) / pct(a, 0.99):5.2f}x"
               "  (target <= 2x)")
-    collections, longest = full_collections(gc_log, before)
-    print(f"{'master GC during the burst':<30} {collections} full collections, the longest {longest:.1f} ms")
     print(f"{'CPU during the burst':<30} " + ", ".join(f"{name} {used:.1f} s" for name, used in cpu.items())
-          + f" (of {posted:.1f} s)")
+          + f" (of {posted:.1f} s; postgres: all of this machine's server processes)")
     print(f"{'master RSS after the burst / peak':<30} {memory(pid)}")
+    return out
 
 
-def cpu_seconds(pid: int) -> dict[str, float]:
-    """CPU time (user + system) of the master's process and of each it started, by their command names."""
-    used: dict[str, float] = {}
-    for process in [pid, *descendants(pid)]:
-        try:
-            name, fields = Path(f"/proc/{process}/stat").read_text().rsplit(")", 1)
-        except OSError:
-            continue
-        ticks = int(fields.split()[11]) + int(fields.split()[12])
-        label = "master" if process == pid else f"{name.split('(', 1)[1]}[{process}]"
-        used[label] = ticks / os.sysconf("SC_CLK_TCK")
-    return used
+def ms(values: list[float], q: float) -> str:
+    return f"{(statistics.median(values) if q == 0.5 else pct(values, q)) * 1000:.1f}"
+
+
+def ratio(burst: dict[str, Any], name: str) -> float:
+    """The p99 of ``name`` during the burst over its p99 idle."""
+    return pct(burst["loaded"][name], 0.99) / pct(burst["idle"][name], 0.99)
+
+
+def table(results: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """One row per figure, one column per master."""
+    width = max(len(name) for name, _ in results) + 2
+    rows = [f"{'':<40}" + "".join(f"{name:>{width}}" for name, _ in results)]
+
+    def row(label: str, value: Callable[[dict[str, Any]], str]) -> None:
+        rows.append(f"{label:<40}" + "".join(f"{value(f):>{width}}" for _, f in results))
+
+    row("default list p50 / p99 (ms)", lambda f: f"{ms(f['idle']['default list'], 0.5)} / "
+        f"{ms(f['idle']['default list'], 0.99)}")
+    row("paged list p50 / p99 (ms)", lambda f: f"{ms(f['idle']['paged list (limit 20)'], 0.5)} / "
+        f"{ms(f['idle']['paged list (limit 20)'], 0.99)}")
+    row("job detail p99 (ms)", lambda f: ms(f["idle"]["job detail"], 0.99))
+    row("RSS: master's process / others (MB)", lambda f: f"{f['idle']['rss']:.0f} / {f['idle']['rss started']:.0f}")
+    if all(f["burst"] for _, f in results):
+        for name, _ in LOADED_CASES:
+            row(f"{name.split(' (')[0]} p99 idle -> burst (ms)",
+                lambda f, n=name: f"{ms(f['burst']['idle'][n], 0.99)} -> {ms(f['burst']['loaded'][n], 0.99)}")
+            row("  ratio (target <= 2x)", lambda f, n=name: f"{ratio(f['burst'], n):.2f}x")
+        row("burst submissions/s", lambda f: f"{f['burst']['rate']:.1f}")
+        row("burst POST p50 / p99 (ms)", lambda f: f"{ms(f['burst']['post'], 0.5)} / "
+            f"{ms(f['burst']['post'], 0.99)}")
+        row("burst CPU launcher/API/pg (cores)", lambda f: "/".join(
+            f"{f['burst']['cpu'][k]:.2f}" for k in ("launcher", "api workers", "postgres")))
+        row("burst CPU client/machine (cores)", lambda f: "/".join(
+            f"{f['burst']['cpu'][k]:.2f}" for k in ("bench client", "machine")))
+        row("CPU per submission launcher/API/pg (ms)", lambda f: "/".join(
+            f"{f['burst']['cpu'][k] / f['burst']['rate'] * 1000:.1f}" for k in ("launcher", "api workers", "postgres")))
+    return rows
+
+
+def run(tmp: Path, database: str, workers: int, args: argparse.Namespace) -> dict[str, Any]:
+    with database_url(database, tmp) as url:
+        took, keys = store(url, args.jobs)
+        print(f"\n{config_name(database, workers)}: stored {args.jobs:,} finished jobs in {took:.1f} s", flush=True)
+        with master_process(tmp, url, workers, MASTER_ENV) as master:
+            pid = master.proc.pid
+            asyncio.run(wait_healthy(master.url, master.proc, master.log))
+            token, idle = asyncio.run(client(master.url, pid, keys, args.seconds, args.jobs))
+            burst = under_burst(master.url, pid, token, args.idle_seconds, args.burst, args.burst_concurrency,
+                                args.client_nice) if args.burst > 0 else {}
+            if master.proc.poll() is not None:
+                raise SystemExit(f"the master exited {master.proc.returncode}:\n{master.log.read_text()[-3000:]}")
+    return {"idle": idle, "burst": burst}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--backend", choices=("sqlite", "postgresql"), default="sqlite")
+    parser.add_argument("--database", default="sqlite,postgresql",
+                        help="sqlite, postgresql, or both comma-separated (default: both)")
+    parser.add_argument("--workers", default="1,2,4", help="PostgreSQL: the API worker counts to run (default 1,2,4)")
     parser.add_argument("--jobs", type=int, default=100_000)
     parser.add_argument("--seconds", type=float, default=10.0, help="time spent on each measurement (default 10)")
-    parser.add_argument("--burst", type=int, default=1000,
-                        help="submissions of the burst the lists are measured under (default 1,000; 0: skip it)")
+    parser.add_argument("--burst", type=int, default=3000,
+                        help="submissions of the burst the lists are measured under (default 3,000; 0: skip it)")
     parser.add_argument("--burst-concurrency", type=int, default=16, help="threads POSTing the burst (default 16)")
     parser.add_argument("--idle-seconds", type=float, default=20.0,
                         help="how long the lists are measured idle before the burst (default 20, about as long as "
                              "a burst of 3,000 takes, so that both p99s are over as many requests)")
     parser.add_argument("--client-nice", type=int, default=0,
                         help="nice value of the threads POSTing the burst (default 0; see above)")
-    parser.add_argument("--no-front", dest="front", action="store_false",
-                        help="run the master alone, as pai master --no-front (default: behind its read front)")
     args = parser.parse_args()
-    print(f"master: {'behind the read front' if args.front else 'alone (--no-front)'}")
-    with tempfile.TemporaryDirectory(prefix="pai-bench-") as tmp, database_url(args.backend, Path(tmp)) as url:
-        took, keys = store(url, args.jobs)
-        print(f"{args.backend}: stored {args.jobs:,} finished jobs in {took:.1f} s")
-        port = free_port()
-        master = multiprocessing.get_context("spawn").Process(target=serve_master,
-                                                              args=(url, f"{tmp}/data", port, args.front))
-        master.start()
-        try:
-            base = f"http://127.0.0.1:{port}"
-            token = asyncio.run(client(base, master.pid or 0, keys, args.seconds, args.jobs))
-            if args.burst > 0:
-                under_burst(base, master.pid or 0, token, args.idle_seconds, args.burst, args.burst_concurrency,
-                            f"{tmp}/data-gc.txt", args.client_nice)
-        finally:
-            master.terminate()
-            master.join(30)
+    results: list[tuple[str, dict[str, Any]]] = []
+    for database, workers in configs(args.database, args.workers):
+        with tempfile.TemporaryDirectory(prefix="pai-bench-") as tmp:
+            results.append((config_name(database, workers), run(Path(tmp), database, workers, args)))
+    print("\n" + "\n".join(table(results)))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
-"""Dashboard benchmark: ``python bench/dashboard.py [--backend sqlite|postgresql] [--jobs N] [--nodes M] [--runs R]``.
+"""Dashboard benchmark: ``python bench/dashboard.py [--database sqlite|postgresql] [--workers W] [--jobs N]
+[--nodes M] [--runs R]``.
 
-Stores N finished jobs (default 100,000, as ``bench/api_lists.py`` does), starts the real master in a child process,
-registers M nodes of 8 GPUs (default 100), and measures in headless Chromium (Debian's ``/usr/bin/chromium``, driven
-by Playwright) R times each (default 7, each in a fresh browser context: nothing cached, the page's modules fetched):
+Stores N finished jobs (default 100,000, as ``bench/api_lists.py`` does), starts the real ``pai master`` on them
+(on PostgreSQL the launcher's process and W API workers, default 2), registers M nodes of 8 GPUs (default 100)
+with its launcher, and measures in headless Chromium (Debian's ``/usr/bin/chromium``, driven by Playwright) R times
+each (default 7, each in a fresh browser context: nothing cached, the page's modules fetched):
 
   jobs page, first render   from navigating to ``/#/jobs`` until its 20 rows are in the document
   jobs page, next page      from a click on "Older" until the next 20 rows replace them
@@ -20,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import multiprocessing
 import statistics
 import sys
 import tempfile
@@ -31,13 +32,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.api_lists import PASSWORD, free_port, serve, store
+from bench.api_lists import AGENT_TOKEN, MASTER_ENV, PASSWORD, store
 from bench.figures import pct
-from bench.master import wait_healthy
+from bench.master import master_process, wait_healthy
 from tests.dbkit import database_url
 
 CHROMIUM = "/usr/bin/chromium"
-AGENT_TOKEN = "bench-agent-token"  # what bench.api_lists.serve gives the master
 # Records when rows of the job list and node tiles first appear, and the first row's key each time it changes.
 OBSERVER = """
 window.__seen = {rows: [], tiles: null};
@@ -60,6 +60,7 @@ def call(base: str, method: str, path: str, body: Any, token: str) -> Any:
 
 
 def register_nodes(base: str, n: int) -> None:
+    """Register ``n`` nodes with the launcher at ``base`` (the agents' endpoints)."""
     for i in range(n):
         node = {"name": f"gpu-{i:03d}", "address": f"10.0.{i // 250}.{i % 250 + 1}", "gpuType": "A100",
                 "resources": {"gpu": 8, "cpu": 64, "memoryMB": 512_000}}
@@ -135,28 +136,27 @@ def report(samples: list[dict[str, float]], calls: dict[str, list[float]]) -> No
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--backend", choices=("sqlite", "postgresql"), default="sqlite")
+    parser.add_argument("--database", choices=("sqlite", "postgresql"), default="sqlite")
+    parser.add_argument("--workers", type=int, default=2, help="PostgreSQL: API worker processes (default 2)")
     parser.add_argument("--jobs", type=int, default=100_000)
     parser.add_argument("--nodes", type=int, default=100)
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
-    with tempfile.TemporaryDirectory(prefix="pai-bench-") as tmp, database_url(args.backend, Path(tmp)) as url:
+    with tempfile.TemporaryDirectory(prefix="pai-bench-") as tmp, database_url(args.database, Path(tmp)) as url:
         took, _ = store(url, args.jobs)
-        print(f"{args.backend}: stored {args.jobs:,} finished jobs in {took:.1f} s")
-        port = free_port()
-        master = multiprocessing.get_context("spawn").Process(target=serve, args=(url, f"{tmp}/data", port))
-        master.start()
-        try:
-            base = f"http://127.0.0.1:{port}"
-            asyncio.run(wait_healthy(base))
+        print(f"{args.database}: stored {args.jobs:,} finished jobs in {took:.1f} s")
+        workers = args.workers if args.database == "postgresql" else 0
+        with master_process(Path(tmp), url, workers, MASTER_ENV) as master:
+            base = master.url
+            asyncio.run(wait_healthy(base, master.proc, master.log))
             login = urllib.request.Request(base + "/api/v2/authn/basic/login", method="POST",
                                            data=json.dumps({"username": "admin", "password": PASSWORD}).encode(),
                                            headers={"Content-Type": "application/json"})
             with urllib.request.urlopen(login, timeout=30) as resp:
                 token = json.loads(resp.read())["token"]
-            register_nodes(base, args.nodes)
+            register_nodes(master.launcher_url, args.nodes)
             print(f"{args.nodes} nodes of 8 GPUs registered; {args.runs} runs, each in a fresh browser context")
             samples: list[dict[str, float]] = []
             calls: dict[str, list[float]] = defaultdict(list)
@@ -170,9 +170,6 @@ def main() -> None:
                         calls[path].extend(t)
                 browser.close()
             report(samples, calls)
-        finally:
-            master.terminate()
-            master.join(30)
 
 
 if __name__ == "__main__":

@@ -1,16 +1,21 @@
-"""Heartbeat benchmark: ``python bench/heartbeats.py [--agents N] [--tasks T] [--seconds S]``.
+"""Heartbeat benchmark: ``python bench/heartbeats.py [--database sqlite,postgresql] [--workers W] [--agents N]
+[--tasks T] [--seconds S]``.
 
 N simulated agents (default 1,000) heartbeating every second against one master with T running tasks (default
-10,000): the master's CPU use and the heartbeat p99.
+10,000): the CPU use of the launcher's process and the heartbeat p99.
 
-The master is the real one, ``python -m pai master`` in a subprocess (SQLite in a temporary data directory, or
-``--backend postgresql``). The agents are simulated in this process (asyncio, one aiohttp client session with a
-connection limit, ``--connections``), and speak the agent protocol over HTTP with the messages of pai.protocol,
-as pai.nodeagent does: each registers (C CPUs, no GPU; C = ceil(T / N) unless ``--cpus``), then heartbeats once
-a second, the agents' slots spread evenly over the second. A start command in a reply becomes a RUNNING
-container report in the agent's following heartbeats, a stop an exited one; no process is run. The agent
-channel (a WebSocket over which the master pokes) is not opened: commands come with the next heartbeat, as for
-an agent without one.
+The master is the real one, ``python -m pai master`` in a subprocess, one after another for each ``--database``:
+SQLite in a temporary data directory (one process: the launcher, the users' API and the agents' endpoints), and
+PostgreSQL (a private schema of the database ``test`` at 127.0.0.1:5432, dropped after), where ``pai master`` is the
+launcher's process (the agents' endpoints, the elected scheduling loop) plus gunicorn's arbiter with W API workers
+(default 2): the simulated agents are given the launcher's port, as a real agent given the API's URL is sent there
+(NotLeaderError), and the jobs are submitted and checked through the API workers. The agents are simulated in this
+process (asyncio, one aiohttp client session with a connection limit, ``--connections``), and speak the agent
+protocol over HTTP with the messages of pai.protocol, as pai.nodeagent does: each registers (C CPUs, no GPU; C =
+ceil(T / N) unless ``--cpus``), then heartbeats once a second, the agents' slots spread evenly over the second. A
+start command in a reply becomes a RUNNING container report in the agent's following heartbeats, a stop an exited
+one; no process is run. The agent channel (a WebSocket over which the master pokes) is not opened: commands come
+with the next heartbeat, as for an agent without one.
 
 Setup: submit T 1-CPU tasks as T/k jobs of k tasks (``--tasks-per-job``, default 1) at concurrency 16 while no
 agent is registered (they wait), register the N agents (concurrency 50) and start their heartbeats, wait until
@@ -22,12 +27,16 @@ it settle (``--warmup``), then measure for S seconds:
   heartbeat latency   p50 p95 p99 max, from the request sent until its reply is read and decoded; the wait for a
                       free connection of the client pool is not in it (its own line; both lines together: what an
                       agent would see)
-  master CPU          utime + stime of the master process over the window (/proc/<pid>/stat), % of one core
-  bench CPU           this process's (the load generator), same unit: on a machine with few cores both compete
+  launcher CPU        utime + stime of the master's own process over the window (/proc/<pid>/stat), % of one core:
+                      the launcher's process on PostgreSQL, the whole master on SQLite (target <= 50 %)
+  API workers CPU     the same for gunicorn's API workers (PostgreSQL), and PostgreSQL's server processes (all of
+                      this machine's: shared with whatever else uses the server)
+  bench CPU           this process's (the load generator), same unit: on a machine with few cores all compete
   machine CPU         all cores busy over the window (/proc/stat), % of the machine
-  master RSS          now and at its peak (VmRSS, VmHWM)
+  master RSS          the master's own process now and at its peak (VmRSS, VmHWM)
 
-Figures, not assertions. At the end, the master's log lines at WARNING or above are counted and a few shown.
+Figures, not assertions. At the end of each, the master's log lines at WARNING or above are counted and a few
+shown; after all, a table of each master's main figures.
 """
 
 from __future__ import annotations
@@ -41,13 +50,10 @@ import os
 import random
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import SimpleNamespace
@@ -59,7 +65,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import aiohttp
 
 from bench.figures import line, pct
-from bench.master import descendants, wait_healthy
+from bench.master import (
+    Master,
+    config_name,
+    configs,
+    cpu_by_role,
+    cpu_delta,
+    machine_busy,
+    master_process,
+    rss_mb,
+    wait_healthy,
+)
 from pai.domain.resources import Resources
 from pai.protocol import (
     ContainerReport,
@@ -72,13 +88,11 @@ from pai.protocol import (
     StopTask,
 )
 from tests.dbkit import database_url
-from tests.e2e.harness import free_port, stop_process
 
 ADMIN_PASSWORD = "bench-secret-password"
 AGENT_TOKEN = "bench-agent-token"
 BACKOFF_SECONDS, MAX_BACKOFF_SECONDS = 0.5, 30.0  # the real agent's, after a failed register or heartbeat
 EXITED_KEPT_SECONDS = 60.0  # an exited attempt is reported this long, then forgotten (the supervisor's expiry)
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 # ---- the simulated agents ------------------------------------------------------------------------------------
@@ -259,52 +273,6 @@ async def heartbeat_loop(http: aiohttp.ClientSession, base: str, agent: SimAgent
 # ---- the master ----------------------------------------------------------------------------------------------
 
 
-@contextmanager
-def master_process(tmp: Path, url: str | None, node_timeout: float,
-                   front: bool = True) -> Iterator[tuple[subprocess.Popen[bytes], str, Path]]:
-    port = free_port()
-    env = {**os.environ, "PAI_ADMIN_PASSWORD": ADMIN_PASSWORD, "PAI_AGENT_TOKEN": AGENT_TOKEN}
-    env.pop("PAI_DATABASE_URL", None)
-    args = [sys.executable, "-m", "pai", "master", "--port", str(port), "--data-dir", str(tmp / "master"),
-            "--heartbeat", "1", "--node-timeout", str(node_timeout), "--front" if front else "--no-front"]
-    if url:
-        args += ["--database-url", url]
-    log = tmp / "master.log"
-    with log.open("wb") as f:
-        proc = subprocess.Popen(args, stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    try:
-        yield proc, f"http://127.0.0.1:{port}", log
-    finally:
-        stop_process(proc)
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of process ``pid`` (all its threads), in seconds."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # fields 14 and 15 of proc(5), counted after "comm)"
-
-
-def children_cpu_seconds(pid: int) -> float:
-    """The same, summed over the processes the master started (its read front and list processes)."""
-    total = 0.0
-    for child in descendants(pid):
-        with contextlib.suppress(OSError):
-            total += cpu_seconds(child)
-    return total
-
-
-def machine_busy() -> tuple[float, float]:
-    """(busy, total) jiffies of all cores since boot (/proc/stat)."""
-    values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    idle = values[3] + values[4]  # idle + iowait
-    return sum(values) - idle, sum(values)
-
-
-def rss_mb(pid: int) -> tuple[float, float]:
-    status = dict(ln.split(":", 1) for ln in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in ln)
-    return int(status["VmRSS"].split()[0]) / 1024, int(status["VmHWM"].split()[0]) / 1024
-
-
 def log_problems(log: Path) -> list[str]:
     lines = log.read_text(errors="replace").splitlines()
     bad = [ln for ln in lines if any(w in ln for w in ("WARNING", "ERROR", "CRITICAL", "Traceback"))]
@@ -388,9 +356,11 @@ def pct_line(name: str, values: list[float]) -> str:
     return (line(name, values) + f"   p99 {pct(values, 0.99) * 1000:8.1f} ms   max {max(values) * 1000:8.1f} ms")
 
 
-async def run(args: argparse.Namespace, proc: subprocess.Popen[bytes], base: str, log: Path) -> None:
+async def run(args: argparse.Namespace, master: Master) -> dict[str, float]:
+    """Set up, measure, print; the main figures for the table."""
+    base, launcher = master.url, master.launcher_url
     setup_started = time.perf_counter()
-    await wait_healthy(base, proc, log)
+    await wait_healthy(base, master.proc, master.log)
     print(f"{'master up':<28} {time.perf_counter() - setup_started:8.1f} s", flush=True)
     login = {"username": "admin", "password": ADMIN_PASSWORD}
     async with aiohttp.ClientSession() as http, http.post(base + "/api/v2/authn/basic/login", json=login) as resp:
@@ -425,7 +395,7 @@ async def run(args: argparse.Namespace, proc: subprocess.Popen[bytes], base: str
 
         async def register(agent: SimAgent) -> float | None:
             async with sem:
-                return await exchange(http, base, agent, stats)
+                return await exchange(http, launcher, agent, stats)
 
         reg = await asyncio.gather(*(register(a) for a in agents))
         took = time.perf_counter() - started
@@ -434,7 +404,7 @@ async def run(args: argparse.Namespace, proc: subprocess.Popen[bytes], base: str
         if reg_times:
             print(line("  register", reg_times), flush=True)
         t0 = time.perf_counter() + 0.5
-        loops = [asyncio.create_task(heartbeat_loop(http, base, a, len(agents), t0, stats, stop)) for a in agents]
+        loops = [asyncio.create_task(heartbeat_loop(http, launcher, a, len(agents), t0, stats, stop)) for a in agents]
 
         # Until the master admitted every job and has heard of every task RUNNING (a heartbeat reporting it was
         # answered: the master applies a report before it replies).
@@ -462,14 +432,12 @@ async def run(args: argparse.Namespace, proc: subprocess.Popen[bytes], base: str
         await asyncio.sleep(args.warmup)
 
         # The measurement window.
-        pid = proc.pid
-        bench0, master0, machine0 = os.times(), cpu_seconds(pid), machine_busy()
-        children0 = children_cpu_seconds(pid)
+        pid = master.proc.pid
+        bench0, master0, machine0 = os.times(), cpu_by_role(pid), machine_busy()
         w0 = time.perf_counter()
         stats.window = (w0, w0 + args.seconds)
         await asyncio.sleep(args.seconds)
-        bench1, master1, machine1 = os.times(), cpu_seconds(pid), machine_busy()
-        children1 = children_cpu_seconds(pid)
+        bench1, master1, machine1 = os.times(), cpu_by_role(pid), machine_busy()
         wall = time.perf_counter() - w0
         now_rss, peak_rss = rss_mb(pid)
         stop.set()
@@ -482,8 +450,7 @@ async def run(args: argparse.Namespace, proc: subprocess.Popen[bytes], base: str
         await http.close()
         await api.close()
 
-    master_cpu = (master1 - master0) / wall * 100
-    front_cpu = (children1 - children0) / wall * 100
+    cpu = {name: used / wall * 100 for name, used in cpu_delta(master0, master1).items()}
     bench_cpu = (bench1.user + bench1.system - bench0.user - bench0.system) / wall * 100
     machine_cpu = (machine1[0] - machine0[0]) / max(1, machine1[1] - machine0[1]) * 100
     reported = sum(len(a.running) for a in agents)
@@ -494,17 +461,23 @@ async def run(args: argparse.Namespace, proc: subprocess.Popen[bytes], base: str
           f"errors {sum(stats.errors_in_window.values())}, missed slots {stats.missed_in_window})")
     print(pct_line("heartbeat latency", stats.latency))
     print(pct_line("  + client pool wait", [a + b for a, b in zip(stats.latency, stats.queued, strict=True)]))
-    print(f"{'master CPU':<28} {master_cpu:8.1f} % of one core")
-    print(f"{'  its front (and others)':<28} {front_cpu:8.1f} % of one core   (0 with --no-front)")
+    print(f"{'launcher CPU':<28} {cpu['launcher']:8.1f} % of one core   (target <= 50 %)")
+    print(f"{'API workers CPU':<28} {cpu['api workers']:8.1f} % of one core   (arbiter and others "
+          f"{cpu['arbiter']:.1f} %; none on SQLite)")
+    print(f"{'postgres CPU (all)':<28} {cpu['postgres']:8.1f} % of one core")
     print(f"{'bench CPU (load generator)':<28} {bench_cpu:8.1f} % of one core")
     cores = os.cpu_count() or 1
     print(f"{'machine CPU':<28} {machine_cpu:8.1f} % of {cores} cores   (other processes: "
-          f"{max(0.0, machine_cpu * cores - master_cpu - front_cpu - bench_cpu):.0f} % of one core)")
-    print(f"{'master RSS now / peak':<28} {now_rss:8.1f} MB / {peak_rss:.1f} MB")
+          f"{max(0.0, machine_cpu * cores - sum(cpu.values()) - bench_cpu):.0f} % of one core)")
+    print(f"{'launcher RSS now / peak':<28} {now_rss:8.1f} MB / {peak_rss:.1f} MB")
     if stats.latency:
         print(f"{'heartbeat mean':<28} {statistics.fmean(stats.latency) * 1000:8.1f} ms")
     for text, count in stats.errors.most_common(5):
         print(f"errors over the whole run: {count} x {text}")
+    return {"rate": stats.ok_in_window / wall, "p50": statistics.median(stats.latency) if stats.latency else 0.0,
+            "p99": pct(stats.latency, 0.99) if stats.latency else 0.0,
+            "errors": sum(stats.errors_in_window.values()), **cpu, "bench": bench_cpu,
+            "machine": machine_cpu * cores, "rss": now_rss}
 
 
 def main() -> None:
@@ -522,23 +495,44 @@ def main() -> None:
     parser.add_argument("--check", type=int, default=200,
                         help="jobs whose detail is read to check their tasks are RUNNING (default 200)")
     parser.add_argument("--node-timeout", type=float, default=30.0, help="the master's --node-timeout")
-    parser.add_argument("--backend", choices=("sqlite", "postgresql"), default="sqlite")
-    parser.add_argument("--no-front", dest="front", action="store_false",
-                        help="run the master alone (pai master --no-front); default: behind its read front")
+    parser.add_argument("--database", default="sqlite,postgresql",
+                        help="sqlite, postgresql, or both comma-separated (default: both, one after the other)")
+    parser.add_argument("--workers", default="2", help="PostgreSQL: API worker processes (default 2; 1,2: each)")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # a SIGTERM cleans up like Ctrl-C
-    with tempfile.TemporaryDirectory(prefix="pai-bench-") as tmp_name, \
-            database_url(args.backend, Path(tmp_name)) as url:
-        tmp = Path(tmp_name)
-        with master_process(tmp, url if args.backend == "postgresql" else None, args.node_timeout,
-                            args.front) as (proc, base, log):
+    env = {"PAI_ADMIN_PASSWORD": ADMIN_PASSWORD, "PAI_AGENT_TOKEN": AGENT_TOKEN}
+    extra = ("--heartbeat", "1", "--node-timeout", str(args.node_timeout))
+    results: list[tuple[str, dict[str, float]]] = []
+    for database, workers in configs(args.database, args.workers):
+        name = config_name(database, workers)
+        print(f"\n{name}", flush=True)
+        with tempfile.TemporaryDirectory(prefix="pai-bench-") as tmp_name, \
+                database_url(database, Path(tmp_name)) as url, \
+                master_process(Path(tmp_name), url, workers, env, extra) as master:
             try:
-                asyncio.run(run(args, proc, base, log))
+                results.append((name, asyncio.run(run(args, master))))
             except KeyboardInterrupt:
                 print("interrupted", flush=True)
+                return
             finally:
-                for text in log_problems(log):
+                for text in log_problems(master.log):
                     print(text)
+    print("\n" + "\n".join(table(results)))
+
+
+def table(results: list[tuple[str, dict[str, float]]]) -> list[str]:
+    """One row per figure, one column per master."""
+    if not results:
+        return []
+    width = max(len(name) for name, _ in results) + 2
+    rows = [f"{'':<34}" + "".join(f"{name:>{width}}" for name, _ in results)]
+    for label, key, unit in [("heartbeats/s", "rate", 1), ("heartbeat p50 (ms)", "p50", 1000),
+                             ("heartbeat p99 (ms)", "p99", 1000), ("errors in the window", "errors", 1),
+                             ("launcher CPU (% of a core)", "launcher", 1), ("API workers CPU (%)", "api workers", 1),
+                             ("postgres CPU, all (%)", "postgres", 1), ("bench CPU (%)", "bench", 1),
+                             ("machine CPU (% of a core)", "machine", 1), ("launcher RSS (MB)", "rss", 1)]:
+        rows.append(f"{label:<34}" + "".join(f"{f[key] * unit:>{width}.1f}" for _, f in results))
+    return rows
 
 
 if __name__ == "__main__":
