@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from typing import overload
+from dataclasses import replace
+from typing import Any, overload
 
 import yaml
 from aiohttp import ClientError, ClientTimeout, web
@@ -16,12 +17,13 @@ from pai.jobspec import stored_config
 from pai.launcher import job_removal, jobtags, queries
 from pai.launcher.access import hide_other_users_jobs, may_read_jobs_of, owner_of, require_reader
 from pai.launcher.jobtags import check_tag
-from pai.launcher.logs import MAX_LOG_BYTES
+from pai.launcher.logs import MAX_LOG_BYTES, LogLocation
 from pai.launcher.queries import JobFilters, Order
-from pai.rest_server.auth import current_user
+from pai.launcher.service import StopResult
 from pai.rest_server.bodies import json_body
 from pai.rest_server.job_views import job_detail
-from pai.rest_server.keys import AGENT_TOKEN, HTTP, LAUNCHER, STORE, WAKE
+from pai.rest_server.keys import AGENT_TOKEN, HTTP, SERVICE
+from pai.rest_server.service import Context, credentials, reads, writes
 from pai.rest_server.views import attempt_view, summary_view
 from pai.store.db import Database
 from pai.store.records import User
@@ -83,25 +85,78 @@ def _names(raw: str | None) -> tuple[str, ...] | None:
     return tuple(dict.fromkeys(n.strip() for n in raw.split(",") if n.strip())) or None
 
 
-async def reader(request: web.Request, owners: Iterable[str]) -> tuple[User, bool]:
-    """The caller, who must be allowed to read jobs of every one of ``owners``; and whether everyone may read
+def reader(c: Context, owners: Iterable[str]) -> bool:
+    """In an operation: the caller must be allowed to read jobs of every one of ``owners``; whether everyone may read
     every job."""
-    user = await current_user(request)
-    launcher = request.app[LAUNCHER]
-    everyone = await request.app[STORE].read(launcher.jobs_readable_by_all)
+    everyone = c.launcher.jobs_readable_by_all()
     for owner in owners:
-        require_reader(user, owner, everyone)
-    return user, everyone
+        require_reader(c.user, owner, everyone)
+    return everyone
+
+
+@reads
+def _list(c: Context, users: tuple[str, ...] | None, filters: JobFilters) -> bytes:
+    """One page of the job list as the API answers it (OpenPAI's shape; with ``totalCount`` when asked). Where
+    users read only their own jobs, a list without ``username`` is the caller's."""
+    everyone = reader(c, users or ())
+    if users is None and not may_read_jobs_of(c.user, "", everyone):  # may not read every user's jobs
+        users = (c.user.name,)
+    page = queries.list_jobs(c.db, replace(filters, users=users))
+    data = [summary_view(j) for j in page.jobs]
+    return json.dumps(data if page.total is None else {"totalCount": page.total, "data": data}).encode()
+
+
+@reads
+def _detail(c: Context, key: str) -> bytes:
+    everyone = reader(c, [owner_of(key)])
+    return json.dumps(hide_other_users_jobs(job_detail(queries.job_detail(c.db, key)), c.user, everyone)).encode()
+
+
+@reads
+def _config(c: Context, key: str) -> str:
+    reader(c, [owner_of(key)])
+    return queries.job_config_text(c.db, key)
+
+
+@reads
+def _attempts(c: Context, key: str) -> list[dict[str, Any]]:
+    everyone = reader(c, [owner_of(key)])
+    attempts = [attempt_view(a) for a in queries.job_attempts(c.db, key)]
+    return list(hide_other_users_jobs(attempts, c.user, everyone))
+
+
+@writes()
+def _stop(c: Context, key: str) -> StopResult:
+    return c.launcher.stop(key, c.user)
+
+
+@reads
+def _log_location(c: Context, key: str, role: str, index: int, attempt: str | None) -> LogLocation:
+    reader(c, [owner_of(key)])
+    return c.launcher.locate_log(key, role, index, attempt)
+
+
+@writes()
+def _tag(c: Context, change: Callable[[Database, str, str, User], bool], key: str, tag: str) -> bool:
+    return change(c.db, key, tag, c.user)
+
+
+@reads
+def _ssh(c: Context, key: str) -> None:
+    reader(c, [owner_of(key)])
+    queries.job_config_text(c.db, key)  # NoJobError if unknown
+
+
+@writes()
+def _delete(c: Context, key: str) -> None:
+    job_removal.delete_job(c.db, key, c.user)
 
 
 async def list_jobs(request: web.Request) -> web.Response:
     """OpenPAI's job list: ``limit`` defaults to 5,000 and may not pass 50,000 (``pai.launcher.queries``). Where
     users read only their own jobs, a list without ``username`` is the caller's."""
-    q = request.query
+    q, creds = request.query, credentials(request)
     users = _names(request.match_info.get("user") or q.get("username"))  # v0.14: /api/v1/user/{user}/jobs
-    user, everyone = await reader(request, users or ())
-    if users is None and not may_read_jobs_of(user, "", everyone):  # may not read every user's jobs
-        users = (user.name,)
     sort, order = _order(q.get("order", "submissionTime,DESC"))
     filters = JobFilters(
         users=users,
@@ -116,15 +171,8 @@ async def list_jobs(request: web.Request) -> web.Response:
         order=order,
         with_total=q.get("withTotalCount", "").lower() == "true",
     )
-    body = await request.app[STORE].read(_list_body, request.app[LAUNCHER].db, filters)
+    body = await request.app[SERVICE](creds, _list, users, filters)
     return web.Response(body=body, content_type="application/json")
-
-
-def _list_body(db: Database, filters: JobFilters) -> bytes:
-    """One page of the job list as the API answers it (OpenPAI's shape; with ``totalCount`` when asked)."""
-    page = queries.list_jobs(db, filters)
-    data = [summary_view(j) for j in page.jobs]
-    return json.dumps(data if page.total is None else {"totalCount": page.total, "data": data}).encode()
 
 
 def key_of(request: web.Request) -> str:
@@ -134,18 +182,12 @@ def key_of(request: web.Request) -> str:
 
 
 async def job_detail_handler(request: web.Request) -> web.Response:
-    user, everyone = await reader(request, [owner_of(key_of(request))])
-    body = await request.app[STORE].read(_detail_body, request.app[LAUNCHER].db, key_of(request), user, everyone)
+    body = await request.app[SERVICE](credentials(request), _detail, key_of(request))
     return web.Response(body=body, content_type="application/json")
 
 
-def _detail_body(db: Database, key: str, user: User, everyone: bool) -> bytes:
-    return json.dumps(hide_other_users_jobs(job_detail(queries.job_detail(db, key)), user, everyone)).encode()
-
-
 async def job_config(request: web.Request) -> web.Response:
-    await reader(request, [owner_of(key_of(request))])
-    text = await request.app[STORE].read(queries.job_config_text, request.app[LAUNCHER].db, key_of(request))
+    text = await request.app[SERVICE](credentials(request), _config, key_of(request))
     config, version = stored_config(text)
     accept = request.headers.get("Accept", "")
     if "yaml" in accept or (version == 2 and "json" not in accept):
@@ -154,36 +196,30 @@ async def job_config(request: web.Request) -> web.Response:
 
 
 async def job_attempts(request: web.Request) -> web.Response:
-    user, everyone = await reader(request, [owner_of(key_of(request))])
-    attempts = await request.app[STORE].read(queries.job_attempts, request.app[LAUNCHER].db, key_of(request))
-    return web.json_response(hide_other_users_jobs([attempt_view(a) for a in attempts], user, everyone))
+    return web.json_response(await request.app[SERVICE](credentials(request), _attempts, key_of(request)))
 
 
 async def execution_type(request: web.Request) -> web.Response:
-    user = await current_user(request)
+    creds = credentials(request)
     body = await json_body(request, 'like {"value": "STOP"}')
     value = body.get("value")
     if value not in ("STOP", "START"):
         raise InvalidParametersError(f"value: {value!r} is not one of STOP, START", field="value")
     key = key_of(request)
-    launcher = request.app[LAUNCHER]
     if value == "START":
         raise InvalidParametersError("value: START is not supported; submit the job again", field="value")
-
-    result = await request.app[STORE].call(launcher.stop, key, user)
+    result = await request.app[SERVICE](creds, _stop, key)
     if result.already_ended:
         # OpenPAI answers 202 here too (stopping is idempotent); the message says that nothing changed.
         state = result.job.state.value
         return web.json_response({"message": f"job {key} has already ended ({state}): nothing to stop",
                                   "jobState": state, "alreadyEnded": True}, status=202)
-    request.app[WAKE]()
     return web.json_response({"message": f"execute job {key} successfully", "jobState": result.job.state.value,
                               "alreadyEnded": False}, status=202)
 
 
 async def task_log(request: web.Request) -> web.Response:
-    key = key_of(request)
-    await reader(request, [owner_of(key)])
+    key, creds = key_of(request), credentials(request)
     role = request.match_info["role"]
     stream = request.match_info["stream"]
     try:
@@ -192,7 +228,7 @@ async def task_log(request: web.Request) -> web.Response:
         raise InvalidParametersError("index: must be an integer", field="index") from None
     tail = int_param(request, "tail", None)
     attempt = request.query.get("attempt") or None
-    where = await request.app[STORE].read(request.app[LAUNCHER].locate_log, key, role, index, attempt)
+    where = await request.app[SERVICE](creds, _log_location, key, role, index, attempt)
     url = f"http://{where.address}:{where.port}/logs/{where.attempt_id}/{stream}"
     # A full read is capped: the last MAX_LOG_BYTES of the file, and X-Log-Truncated says so (also when the node's
     # on-disk cap dropped earlier output; X-Log-Dropped says how much).
@@ -218,11 +254,11 @@ async def task_log(request: web.Request) -> web.Response:
 
 async def _tag_change(request: web.Request, change: Callable[[Database, str, str, User], bool],
                       done: str) -> web.Response:
-    user = await current_user(request)
+    creds = credentials(request)
     body = await json_body(request, 'like {"value": "baseline"}')
     key = key_of(request)
     tag = check_tag(body.get("value"))
-    changed = await request.app[STORE].call(change, request.app[LAUNCHER].db, key, tag, user)
+    changed = await request.app[SERVICE](creds, _tag, change, key, tag)
     note = "" if changed else f" (it {'had' if change is jobtags.add_tag else 'did not have'} it already)"
     return web.json_response({"status": 200, "message": f"{done} tag {tag} for job {key} successfully{note}"})
 
@@ -241,8 +277,7 @@ async def ssh_info(request: web.Request) -> web.Response:
     """``GET /api/v2/jobs/{job}/ssh``: pai starts no SSH server in tasks, so there is none to report (OpenPAI's
     NoJobSshInfoError, once the job is known to exist)."""
     key = key_of(request)
-    await reader(request, [owner_of(key)])
-    await request.app[STORE].read(queries.job_config_text, request.app[LAUNCHER].db, key)  # NoJobError if unknown
+    await request.app[SERVICE](credentials(request), _ssh, key)
     raise NoJobSshInfoError(f"SSH info of job {key} is not found: pai starts no SSH server in a job's tasks (the ssh "
                             "runtime plugin is not supported); read a task's output with its log URLs "
                             "(containerLog) or `pai logs`")
@@ -251,7 +286,6 @@ async def ssh_info(request: web.Request) -> web.Response:
 async def delete_job(request: web.Request) -> web.Response:
     """OpenPAI v0.14's ``DELETE /api/v1/user/{user}/jobs/{job}`` (and ``/api/v1/jobs/{user~job}``): an ended job
     is deleted, its name free again."""
-    user = await current_user(request)
     key = key_of(request)
-    await request.app[STORE].call(job_removal.delete_job, request.app[LAUNCHER].db, key, user)
+    await request.app[SERVICE](credentials(request), _delete, key)
     return web.json_response({"message": f"deleted job {key} successfully"}, status=202)

@@ -13,6 +13,7 @@ from pai.launcher.service import Launcher
 from pai.launcher.vcadmin import VcAdmin
 from pai.rest_server.channel import AgentChannels
 from pai.rest_server.config import MasterConfig
+from pai.rest_server.service import Service
 from pai.store.db import Database
 
 
@@ -40,3 +41,4 @@ ROLE = web.AppKey("role", Role)  # whether this master's launcher leads (pai.res
 # a change for the launcher: its loop woken, or nothing in an API worker (the database tells the launcher: NOTIFY)
 WAKE: web.AppKey[Callable[[], None]] = web.AppKey("wake")
 PART = web.AppKey("part", Part)
+SERVICE = web.AppKey("service", Service)  # the one way a users' request reaches the store (pai.rest_server.service)

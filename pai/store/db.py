@@ -7,6 +7,7 @@ success and rolls back on error. The master calls the store from one worker thre
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -66,6 +67,7 @@ class Database:
         self.url = normalize_url(url)
         self.keyring = keyring
         self.engine: Engine = _create_engine(self.url, idle_in_transaction_seconds)
+        self._unit = threading.local()  # the unit of work open in a thread, if any (``unit``)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False,
                                       info={} if keyring is None else {KEYRING_INFO: keyring})
 
@@ -92,9 +94,29 @@ class Database:
 
     @contextmanager
     def session(self) -> Iterator[Session]:
-        """A session in a transaction: committed when the block ends, rolled back if it raises."""
+        """A session in a transaction: committed when the block ends, rolled back if it raises. Inside a ``unit`` of
+        this thread it is the unit's session, in a SAVEPOINT: what the block did is undone if it raises, and the rest
+        commits or rolls back with the unit."""
+        unit: Session | None = getattr(self._unit, "session", None)
+        if unit is not None:
+            with unit.begin_nested():
+                yield unit
+            return
         with self._sessions() as session, session.begin():
             yield session
+
+    @contextmanager
+    def unit(self) -> Iterator[Session]:
+        """One transaction for everything this thread does in the block (a request: its caller's check and its
+        operation): ``session`` joins it. Units do not nest."""
+        if getattr(self._unit, "session", None) is not None:
+            raise RuntimeError("a unit of work is open in this thread already")
+        with self._sessions() as session, session.begin():
+            self._unit.session = session
+            try:
+                yield session
+            finally:
+                self._unit.session = None
 
     @contextmanager
     def maintenance(self) -> Iterator[Connection]:
