@@ -15,23 +15,28 @@ from pai.launcher.access import hide_other_users_jobs, owner_of
 from pai.launcher.job_attempts import JobAttempt, find_attempt, job_attempts
 from pai.rest_server import job_views
 from pai.rest_server.jobs import key_of, reader
-from pai.rest_server.keys import LAUNCHER, STORE
-from pai.store.db import Database
+from pai.rest_server.keys import SERVICE
+from pai.rest_server.service import Context, credentials, reads
 
 Render = Callable[[queries.JobDetail, list[JobAttempt]], Any]
 
 
+@reads
+def _read(c: Context, key: str, render: Render) -> bytes:
+    """The job, read and rendered in the operation's transaction."""
+    everyone = reader(c, [owner_of(key)])
+    found = queries.job_detail(c.db, key)
+    answer = render(found, job_attempts(found.job, found.attempts))
+    return json.dumps(hide_other_users_jobs(answer, c.user, everyone)).encode()
+
+
+@reads
+def _healthz(c: Context) -> None:
+    reader(c, [])
+
+
 async def _answer(request: web.Request, render: Render) -> web.Response:
-    """Read the job (one read transaction on a reader thread) and render it there."""
-    key = key_of(request)
-    user, everyone = await reader(request, [owner_of(key)])
-
-    def read(db: Database) -> bytes:
-        found = queries.job_detail(db, key)
-        answer = render(found, job_attempts(found.job, found.attempts))
-        return json.dumps(hide_other_users_jobs(answer, user, everyone)).encode()
-
-    body = await request.app[STORE].read(read, request.app[LAUNCHER].db)
+    body = await request.app[SERVICE](credentials(request), _read, key_of(request), render)
     return web.Response(body=body, content_type="application/json")
 
 
@@ -72,7 +77,7 @@ async def job_attempt(request: web.Request) -> web.Response:
 
 async def job_attempts_healthz(request: web.Request) -> web.Response:
     """``GET /api/v2/jobs/{job}/job-attempts/healthz``: attempts are kept by the master itself, always there."""
-    await reader(request, [])
+    await request.app[SERVICE](credentials(request), _healthz)
     return web.Response(text="ok")
 
 

@@ -15,10 +15,11 @@ from pai.domain.node import sku_types as node_sku_types
 from pai.jobspec.agentmsg import check_agent_message
 from pai.launcher.access import may_read_jobs_of, owner_of
 from pai.protocol.messages import HeartbeatRequest, ProtocolError, RegisterRequest
-from pai.rest_server.auth import check_agent, current_user
+from pai.rest_server.auth import check_agent
 from pai.rest_server.bodies import json_body
 from pai.rest_server.jobs import reader
-from pai.rest_server.keys import CHANNELS, CONFIG, DB, LAUNCHER, LOOP, ROLE, STORE, VCADMIN, WAKE
+from pai.rest_server.keys import CHANNELS, CONFIG, DB, LOOP, ROLE, SERVICE, STORE
+from pai.rest_server.service import Context, credentials, reads, writes
 from pai.rest_server.views import node_view
 from pai.store import leases, masters
 from pai.store.db import Database
@@ -52,41 +53,53 @@ async def healthz(request: web.Request) -> web.Response:
     return web.json_response(body)
 
 
+@reads
+def _nodes(c: Context) -> list[dict[str, Any]]:
+    everyone = reader(c, ())
+    return [node_view(r, lambda job: may_read_jobs_of(c.user, owner_of(job), everyone))
+            for r in c.launcher.node_reports()]
+
+
 async def list_nodes(request: web.Request) -> web.Response:
     """Every node; another user's tasks only counted where users read their own jobs only (``pai.launcher.access``)."""
-    user, everyone = await reader(request, ())
-    reports = await request.app[STORE].read(request.app[LAUNCHER].node_reports)
-    return web.json_response([node_view(r, lambda job: may_read_jobs_of(user, owner_of(job), everyone))
-                              for r in reports])
+    return web.json_response(await request.app[SERVICE](credentials(request), _nodes))
+
+
+@reads
+def _sku_types(c: Context, vc: str | None) -> dict[str, dict[str, Any]]:
+    if vc is not None and all(r.quota.name != vc for r in c.vcadmin.reports()):
+        raise NoVirtualClusterError(f"virtual cluster {vc} not found")
+    skus = node_sku_types(n for n, _ in c.launcher.node_usage())
+    return {name: {"cpu": r.cpu, "memory": r.memory_mb, "gpu": r.gpu} for name, r in skus.items()}
 
 
 async def sku_types(request: web.Request) -> web.Response:
     """``GET /api/v2/cluster/sku-types[?vc=VC]`` and ``/api/v2/virtual-clusters/{vc}/sku-types``: OpenPAI's
     ``{sku: {cpu, memory, gpu}}``. A VC's share is of the whole pool, so every VC has every SKU of the cluster."""
-    await current_user(request)
+    creds = credentials(request)
     vc = request.match_info.get("vc") or request.query.get("vc")
-    if vc is not None:
-        reports = await request.app[STORE].read(request.app[VCADMIN].reports)
-        if all(r.quota.name != vc for r in reports):
-            raise NoVirtualClusterError(f"virtual cluster {vc} not found")
-    usage = await request.app[STORE].read(request.app[LAUNCHER].node_usage)
-    skus = node_sku_types(n for n, _ in usage)
-    return web.json_response({name: {"cpu": r.cpu, "memory": r.memory_mb, "gpu": r.gpu} for name, r in skus.items()})
+    return web.json_response(await request.app[SERVICE](creds, _sku_types, vc))
+
+
+_NODE_STATES = {s.value: s for s in (NodeState.READY, NodeState.CORDONED, NodeState.DRAINING)}
+
+
+@writes()
+def _set_node_state(c: Context, name: str, value: object) -> None:
+    """Admins only; the value is checked after the caller (a user who is not an admin hears 403 first)."""
+    if not c.user.admin:
+        raise ForbiddenUserError(f"user {c.user.name} is not an admin; only admins cordon nodes")
+    if not isinstance(value, str) or value not in _NODE_STATES:
+        raise InvalidParametersError(f"value: {value!r} is not one of {', '.join(_NODE_STATES)}", field="value")
+    c.launcher.set_node_state(name, _NODE_STATES[value])
 
 
 async def set_node_state(request: web.Request) -> web.Response:
     """``PUT /api/v2/nodes/{node}/state {"value": "CORDONED" | "DRAINING" | "READY"}``: admins only."""
-    user = await current_user(request)
-    if not user.admin:
-        raise ForbiddenUserError(f"user {user.name} is not an admin; only admins cordon nodes")
+    creds = credentials(request)
     body = await json_body(request)
-    allowed = {s.value: s for s in (NodeState.READY, NodeState.CORDONED, NodeState.DRAINING)}
-    value = body.get("value")
-    if not isinstance(value, str) or value not in allowed:
-        raise InvalidParametersError(f"value: {value!r} is not one of {', '.join(allowed)}", field="value")
-    name = request.match_info["node"]
-    await request.app[STORE].call(request.app[LAUNCHER].set_node_state, name, allowed[str(value)])
-    request.app[WAKE]()
+    name, value = request.match_info["node"], body.get("value")
+    await request.app[SERVICE](creds, _set_node_state, name, value)
     return web.json_response({"name": name, "state": value})
 
 

@@ -26,8 +26,8 @@ from aiohttp import web
 
 from pai.domain.errors import MasterRunningError
 from pai.launcher.leadership import Elector, Leadership
-from pai.rest_server.auth import current_user
-from pai.rest_server.keys import CHANNELS, CONFIG, DB, LAUNCHER, LOOP, ROLE, STORE
+from pai.rest_server.keys import CHANNELS, CONFIG, DB, LAUNCHER, LOOP, ROLE, SERVICE, STORE
+from pai.rest_server.service import Context, credentials, reads
 from pai.store import leases, masters
 from pai.store.leases import LeaseState
 from pai.store.liveness import Liveness
@@ -150,18 +150,16 @@ async def leadership(app: web.Application) -> AsyncIterator[None]:
         await asyncio.to_thread(liveness.close)
 
 
+@reads
+def _masters(c: Context, within: float) -> list[masters.Master]:
+    with c.db.session() as s:
+        return masters.recent(s, within)
+
+
 async def list_masters(request: web.Request) -> web.Response:
     """``GET /api/v2/masters``: every master that asked for the launcher's lease lately, the leader first."""
-    await current_user(request)
-    app = request.app
-    db, config = app[DB], app[CONFIG]
-    within = 2 * config.lease.lease_seconds
-
-    def read() -> list[masters.Master]:
-        with db.session() as s:
-            return masters.recent(s, within)
-
-    rows = await app[STORE].read(read)
+    config = request.app[CONFIG]
+    rows = await request.app[SERVICE](credentials(request), _masters, 2 * config.lease.lease_seconds)
     body: list[dict[str, Any]] = [{"url": m.url, "launcherUrl": masters.url_of(m.holder), "role": m.role,
                                    "epoch": m.epoch, "lastRenewal": round(m.seen_at * 1000),
                                    "self": m.url == config.advertised()} for m in rows]

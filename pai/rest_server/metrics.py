@@ -4,10 +4,10 @@ route."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from collections.abc import Iterator
+from typing import Any
 
 from aiohttp import web
 from aiohttp.typedefs import Handler
@@ -17,23 +17,27 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from pai.launcher.metrics import ClusterGauges, VcUsage
-from pai.rest_server.keys import LAUNCHER, PART, STORE, VCADMIN, Part
+from pai.rest_server.keys import LAUNCHER, PART, SERVICE, Part
+from pai.rest_server.service import Context, anonymous
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 REST_FAMILY = "pai_rest_request_duration_seconds"
 
 
-async def metrics(request: web.Request) -> web.Response:
-    app = request.app
-    launcher, store = app[LAUNCHER], app[STORE]
-    nodes, reports, (jobs, waiting_since, now) = await asyncio.gather(
-        store.read(launcher.node_usage), store.read(app[VCADMIN].reports), store.read(launcher.job_counts))
+@anonymous(writes=False)
+def _metrics(c: Context, api: bool) -> bytes:
+    """The cluster's gauges, read in one transaction, with (an API worker) every worker's requests or (the
+    launcher's process) the launcher's own metrics."""
+    jobs, waiting_since, now = c.launcher.job_counts()
     vcs = [VcUsage(r.quota.name, r.quota.guaranteed, r.quota.max or r.total, r.used, r.borrowed, r.running, r.pending)
-           for r in reports]
-    gauges = ClusterGauges(nodes, vcs, jobs, waiting_since, now)
+           for r in c.vcadmin.reports()]
+    gauges = ClusterGauges(c.launcher.node_usage(), vcs, jobs, waiting_since, now)
+    return generate_latest(_registry(_Requests(), gauges)) if api else c.launcher.metrics.render(gauges)
+
+
+async def metrics(request: web.Request) -> web.Response:
     # an API worker: every worker's requests, and the cluster (the launcher's own metrics are on its port)
-    api = app[PART] is Part.API
-    body = generate_latest(_registry(_Requests(), gauges)) if api else launcher.metrics.render(gauges)
+    body = await request.app[SERVICE](None, _metrics, request.app[PART] is Part.API)
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 
@@ -55,12 +59,16 @@ class _Requests(Collector):
                 yield family
 
 
+@anonymous(writes=False)
+def _agent_targets(c: Context) -> list[dict[str, Any]]:
+    return [{"targets": [f"{n.address}:{n.log_port}"], "labels": {"node": n.name}}
+            for n, _ in c.launcher.node_usage() if n.log_port]
+
+
 async def agent_targets(request: web.Request) -> web.Response:
     """``GET /metrics/agents``: every agent's /metrics address in Prometheus's HTTP service-discovery format
     (``http_sd_configs``), so that a node that joins is scraped without editing Prometheus's configuration."""
-    nodes = await request.app[STORE].read(request.app[LAUNCHER].node_usage)
-    return web.json_response([{"targets": [f"{n.address}:{n.log_port}"], "labels": {"node": n.name}}
-                              for n, _ in nodes if n.log_port])
+    return web.json_response(await request.app[SERVICE](None, _agent_targets))
 
 
 @web.middleware
