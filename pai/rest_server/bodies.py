@@ -15,8 +15,12 @@ FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 async def json_body(request: web.Request, hint: str = "") -> dict[str, Any]:
     """The request's JSON object, read within the body limit and decoded with the job spec's bounds (depth,
     duplicate keys, numbers); anything else is a 400 naming ``body``."""
+    return decode_json(await request.read(), hint)
+
+
+def decode_json(raw: bytes, hint: str = "") -> dict[str, Any]:
+    """``json_body``'s decoding of a body already read (in an operation: after the caller's check, as before)."""
     wanted = f"body: must be a JSON object{' ' + hint if hint else ''}"
-    raw = await request.read()
     try:
         body = load_json(raw.decode("utf-8"))
     except UnicodeDecodeError:

@@ -7,8 +7,8 @@ from typing import Any
 from aiohttp import web
 
 from pai.domain.storage import Storage
-from pai.rest_server.auth import current_user
-from pai.rest_server.keys import LAUNCHER, STORE
+from pai.rest_server.keys import SERVICE
+from pai.rest_server.service import Context, credentials, reads
 
 
 def summary(st: Storage) -> dict[str, Any]:
@@ -20,13 +20,19 @@ def detail(st: Storage) -> dict[str, Any]:
     return summary(st) | {"type": "hostPath", "data": {"path": st.path}, "groups": list(st.groups)}
 
 
+@reads
+def _list(c: Context) -> dict[str, Any]:
+    return {"storages": [summary(st) for st in c.launcher.storages(c.user)]}
+
+
+@reads
+def _get(c: Context, name: str) -> dict[str, Any]:
+    return detail(c.launcher.storage(name, c.user))
+
+
 async def list_storages(request: web.Request) -> web.Response:
-    user = await current_user(request)
-    found = await request.app[STORE].read(request.app[LAUNCHER].storages, user)
-    return web.json_response({"storages": [summary(st) for st in found]})
+    return web.json_response(await request.app[SERVICE](credentials(request), _list))
 
 
 async def get_storage(request: web.Request) -> web.Response:
-    user = await current_user(request)
-    st = await request.app[STORE].read(request.app[LAUNCHER].storage, request.match_info["name"], user)
-    return web.json_response(detail(st))
+    return web.json_response(await request.app[SERVICE](credentials(request), _get, request.match_info["name"]))

@@ -12,11 +12,9 @@ from pai.domain.groups import Group
 from pai.domain.resources import Resources
 from pai.jobspec.vcconfig import validate_vc
 from pai.launcher.vcadmin import VcReport
-from pai.rest_server.auth import current_user
-from pai.rest_server.bodies import json_body
-from pai.rest_server.keys import LAUNCHER, STORE, VCADMIN, WAKE
-from pai.rest_server.users import directory_of
-from pai.store.records import User
+from pai.rest_server.bodies import decode_json
+from pai.rest_server.keys import SERVICE
+from pai.rest_server.service import Context, credentials, reads, writes
 from pai.store.vcs import VcStatus
 
 
@@ -73,29 +71,30 @@ def vc_view(r: VcReport) -> dict[str, Any]:
     }
 
 
-async def _reports(request: web.Request) -> list[VcReport]:
-    return await request.app[STORE].read(request.app[VCADMIN].reports)
+@reads
+def _list(c: Context) -> dict[str, Any]:
+    return {r.quota.name: vc_view(r) for r in c.vcadmin.reports()}
 
 
-async def list_vcs(request: web.Request) -> web.Response:
-    await current_user(request)
-    return web.json_response({r.quota.name: vc_view(r) for r in await _reports(request)})
-
-
-async def get_vc(request: web.Request) -> web.Response:
-    await current_user(request)
-    name = request.match_info["vc"]
-    for r in await _reports(request):
+@reads
+def _get(c: Context, name: str) -> dict[str, Any]:
+    for r in c.vcadmin.reports():
         if r.quota.name == name:
-            return web.json_response(vc_view(r))
+            return vc_view(r)
     raise NoVirtualClusterError(f"virtual cluster {name} not found")
 
 
-async def _admin(request: web.Request) -> User:
-    user = await current_user(request)
-    if not user.admin:
-        raise ForbiddenUserError(f"user {user.name} is not an admin; only admins change virtual clusters")
-    return user
+async def list_vcs(request: web.Request) -> web.Response:
+    return web.json_response(await request.app[SERVICE](credentials(request), _list))
+
+
+async def get_vc(request: web.Request) -> web.Response:
+    return web.json_response(await request.app[SERVICE](credentials(request), _get, request.match_info["vc"]))
+
+
+def _admin(c: Context) -> None:
+    if not c.user.admin:
+        raise ForbiddenUserError(f"user {c.user.name} is not an admin; only admins change virtual clusters")
 
 
 def _percent(body: dict[str, Any], key: str, default: float | None) -> float | None:
@@ -107,13 +106,17 @@ def _percent(body: dict[str, Any], key: str, default: float | None) -> float | N
     return float(value)
 
 
-async def put_vc_v1(request: web.Request) -> web.Response:
+# The ops below decode the body (read by the handler) after the caller's check, as the handlers did: a user who
+# is not an admin is refused (403) whatever the body says.
+
+@writes()
+def _put_v1(c: Context, name: str, raw: bytes) -> dict[str, Any]:
     """OpenPAI's form: ``{"vcCapacity": 50, "vcMaxCapacity": 100}``, percents of every resource."""
-    user = await _admin(request)
-    return await _put_openpai(request, user, request.match_info["vc"], await json_body(request))
+    _admin(c)
+    return _put_openpai(c, name, decode_json(raw))
 
 
-async def _put_openpai(request: web.Request, user: User, name: str, body: dict[str, Any]) -> web.Response:
+def _put_openpai(c: Context, name: str, body: dict[str, Any]) -> dict[str, Any]:
     """Create or resize a VC from OpenPAI's body (``vcCapacity``, ``vcMaxCapacity``, and for a v2 path the
     ``description`` and ``externalName`` of its group)."""
     capacity = _percent(body, "vcCapacity", None)
@@ -132,73 +135,91 @@ async def _put_openpai(request: web.Request, user: User, name: str, body: dict[s
         return {k: f"{p:g}%" for k in ("gpu", "cpu", "memoryMB")}
 
     changes = {"guaranteed": share(capacity), "max": share(maximum)}
-    existed = any(r.quota.name == name for r in await _reports(request))
-    await request.app[STORE].call(request.app[VCADMIN].update, name, changes, validate_vc)
+    existed = any(r.quota.name == name for r in c.vcadmin.reports())
+    c.vcadmin.update(name, changes, validate_vc)
     if group:
         def describe(g: Group) -> Group:
             return replace(g, description=group.get("description", g.description),
                            external_name=group.get("externalName", g.external_name))
 
-        await request.app[STORE].call(directory_of(request).update_group, user, name, describe)
-    request.app[WAKE]()
+        c.launcher.directory.update_group(c.user, name, describe)
     verb = "Update" if existed else "Create"
-    return web.json_response({"status": 201, "message": f"{verb} virtual cluster {name} to capacity {capacity:g} "
-                                                        "successfully."}, status=201)
+    return {"status": 201, "message": f"{verb} virtual cluster {name} to capacity {capacity:g} successfully."}
+
+
+@writes()
+def _put_v2(c: Context, name: str, raw: bytes) -> dict[str, Any]:
+    _admin(c)
+    body = decode_json(raw)
+    if "vcCapacity" in body:
+        return _put_openpai(c, name, body)
+    body.setdefault("name", name)
+    if body["name"] != name:
+        raise InvalidParametersError(f"name: the body names {body['name']!r}, the path {name!r}", field="name")
+    c.vcadmin.put(validate_vc(body))
+    return {"message": f"update virtual cluster {name} successfully"}
+
+
+@writes()
+def _put_status(c: Context, name: str, raw: bytes) -> VcStatus:
+    _admin(c)
+    body = decode_json(raw)
+    value = body.get("vcStatus", body.get("value"))
+    allowed = ", ".join(s.value for s in VcStatus)
+    if value is None:
+        raise InvalidParametersError(f"vcStatus: is required, one of {allowed}", field="vcStatus")
+    try:
+        status = VcStatus(str(value).lower())
+    except ValueError:
+        raise InvalidParametersError(f"vcStatus: {value!r} is not one of {allowed}", field="vcStatus") from None
+    c.vcadmin.set_status(name, status)
+    return status
+
+
+@writes()
+def _delete(c: Context, name: str) -> None:
+    _admin(c)
+    c.vcadmin.delete(name)
+
+
+@writes()
+def _put_priority(c: Context, key: str, raw: bytes) -> str:
+    value = decode_json(raw).get("value")
+    if not isinstance(value, str) or not value:
+        raise InvalidParametersError("value: a priority class name is required", field="value")
+    c.launcher.set_priority(key, value, c.user)
+    return value
+
+
+async def put_vc_v1(request: web.Request) -> web.Response:
+    creds = credentials(request)
+    answer = await request.app[SERVICE](creds, _put_v1, request.match_info["vc"], await request.read())
+    return web.json_response(answer, status=201)
 
 
 async def put_vc_v2(request: web.Request) -> web.Response:
     """OpenPAI's body (``vcCapacity``...: ``_put_openpai``), or ours: one entry of the configuration's
     ``virtualClusters`` (job_schemas/vc-config.json)."""
-    user = await _admin(request)
-    name = request.match_info["vc"]
-    body = await json_body(request)
-    if "vcCapacity" in body:
-        return await _put_openpai(request, user, name, body)
-    body.setdefault("name", name)
-    if body["name"] != name:
-        raise InvalidParametersError(f"name: the body names {body['name']!r}, the path {name!r}", field="name")
-    spec = validate_vc(body)
-    await request.app[STORE].call(request.app[VCADMIN].put, spec)
-    request.app[WAKE]()
-    return web.json_response({"message": f"update virtual cluster {name} successfully"}, status=201)
+    creds = credentials(request)
+    answer = await request.app[SERVICE](creds, _put_v2, request.match_info["vc"], await request.read())
+    return web.json_response(answer, status=201)
 
 
 async def put_vc_status(request: web.Request) -> web.Response:
-    await _admin(request)
-    name = request.match_info["vc"]
-    body = await json_body(request)
-    raw = body.get("vcStatus", body.get("value"))
-    allowed = ", ".join(s.value for s in VcStatus)
-    if raw is None:
-        raise InvalidParametersError(f"vcStatus: is required, one of {allowed}", field="vcStatus")
-    try:
-        status = VcStatus(str(raw).lower())
-    except ValueError:
-        raise InvalidParametersError(f"vcStatus: {raw!r} is not one of {allowed}", field="vcStatus") from None
-    await request.app[STORE].call(request.app[VCADMIN].set_status, name, status)
-    request.app[WAKE]()
+    creds, name = credentials(request), request.match_info["vc"]
+    status = await request.app[SERVICE](creds, _put_status, name, await request.read())
     return web.json_response({"message": f"update virtual cluster {name} to {status.value} successfully"},
                              status=201)
 
 
 async def delete_vc(request: web.Request) -> web.Response:
-    await _admin(request)
     name = request.match_info["vc"]
-    await request.app[STORE].call(request.app[VCADMIN].delete, name)
-    request.app[WAKE]()
+    await request.app[SERVICE](credentials(request), _delete, name)
     return web.json_response({"message": f"remove virtual cluster {name} successfully"})
 
 
 async def put_priority(request: web.Request) -> web.Response:
     """``PUT /api/v2/jobs/{key}/priority {"value": "prod"}``: the owner or an admin; while the job is active."""
-    user = await current_user(request)
-    key = request.match_info["key"]
-    body = await json_body(request)
-    value = body.get("value")
-    if not isinstance(value, str) or not value:
-        raise InvalidParametersError("value: a priority class name is required", field="value")
-    launcher = request.app[LAUNCHER]
-
-    await request.app[STORE].call(launcher.set_priority, key, value, user)
-    request.app[WAKE]()
+    creds, key = credentials(request), request.match_info["key"]
+    value = await request.app[SERVICE](creds, _put_priority, key, await request.read())
     return web.json_response({"message": f"set priority of job {key} to {value} successfully"}, status=202)
