@@ -12,9 +12,10 @@ from aiohttp import web
 
 from pai.domain.errors import InvalidParametersError
 from pai.domain.limits import INT32_MAX
-from pai.rest_server.auth import current_caller, person, presented_token
 from pai.rest_server.bodies import fields
-from pai.rest_server.keys import CONFIG, LAUNCHER, STORE
+from pai.rest_server.keys import CONFIG, SERVICE
+from pai.rest_server.service import Context, Op, anonymous, credentials, reads, writes
+from pai.store.records import User
 
 LOGIN_PATH = "/api/v1/authn/basic/login"  # where OpenPAI's authn info sends a client (v1 and v2 alike)
 
@@ -37,19 +38,59 @@ def _text(body: dict[str, Any], field: str) -> str:
     return value
 
 
+@anonymous(writes=True)
+def _login(c: Context, name: str, password: str, expiration: int) -> tuple[str, User]:
+    return c.launcher.accounts.login(name, password, expiration)
+
+
+@writes(person=True)
+def _logout(c: Context) -> None:
+    assert c.caller is not None and c.credentials is not None
+    c.launcher.accounts.revoke(c.caller, c.credentials.token)
+
+
+def _tokens_of(c: Context) -> list[str]:
+    return c.launcher.accounts.tokens_of(c.user)
+
+
+_tokens = Op(_tokens_of, writes=False, person=True)  # a read that needs a person (``reads`` takes no ``person``)
+
+
+@writes(person=True)
+def _application_token(c: Context) -> str:
+    assert c.caller is not None
+    return c.launcher.accounts.application_token(c.caller)
+
+
+@writes(person=True)
+def _revoke(c: Context, token_or_reference: str) -> None:
+    assert c.caller is not None
+    c.launcher.accounts.revoke(c.caller, token_or_reference)
+
+
+@reads
+def _check(c: Context) -> dict[str, Any]:
+    caller = c.caller
+    assert caller is not None
+    body: dict[str, Any] = {"username": caller.user.name, "application": caller.application,
+                            "admin": caller.user.admin, "iat": int(caller.created_at)}
+    if caller.expires_at is not None:
+        body["exp"] = int(caller.expires_at)
+    return body
+
+
 async def login(request: web.Request) -> web.Response:
     """``POST /api/v{1,2}/authn/basic/login``, ``POST /api/v1/token``, ``POST /api/v2/tokens``: a new token."""
     body = await fields(request, 'like {"username": "...", "password": "..."}')
     name, password = _text(body, "username"), _text(body, "password")
     expiration = _expiration(body, request.app[CONFIG].token_ttl_seconds)
-    token, user = await request.app[STORE].call(request.app[LAUNCHER].accounts.login, name, password, expiration)
+    token, user = await request.app[SERVICE](None, _login, name, password, expiration)
     return web.json_response({"token": token, "user": user.name, "admin": user.admin})
 
 
 async def logout(request: web.Request) -> web.Response:
     """``DELETE /api/v{1,2}/authn/basic/logout``: the token presented stops working at once."""
-    caller = await person(request)
-    await request.app[STORE].call(request.app[LAUNCHER].accounts.revoke, caller, presented_token(request))
+    await request.app[SERVICE](credentials(request), _logout)
     return web.json_response({"message": "Logout successfully"})
 
 
@@ -60,31 +101,23 @@ async def authn_info(request: web.Request) -> web.Response:
 
 async def list_tokens(request: web.Request) -> web.Response:
     """``GET /api/v2/tokens``: the caller's live tokens, by reference (the master keeps no token in clear)."""
-    caller = await person(request)
-    refs = await request.app[STORE].read(request.app[LAUNCHER].accounts.tokens_of, caller.user)
+    refs = await request.app[SERVICE](credentials(request), _tokens)
     return web.json_response({"tokens": refs})
 
 
 async def application_token(request: web.Request) -> web.Response:
     """``POST /api/v2/tokens/application``: a token that never expires, for a program acting as the caller."""
-    caller = await person(request)
-    token = await request.app[STORE].call(request.app[LAUNCHER].accounts.application_token, caller)
+    token = await request.app[SERVICE](credentials(request), _application_token)
     return web.json_response({"token": token, "application": True})
 
 
 async def revoke_token(request: web.Request) -> web.Response:
     """``DELETE /api/v2/tokens/{token}``: the token (or its reference) of the caller's stops working at once; one
     that does not exist is answered as done, as OpenPAI does."""
-    caller = await person(request)
-    await request.app[STORE].call(request.app[LAUNCHER].accounts.revoke, caller, request.match_info["token"])
+    await request.app[SERVICE](credentials(request), _revoke, request.match_info["token"])
     return web.json_response({"message": "revoke successfully"})
 
 
 async def check_token(request: web.Request) -> web.Response:
     """``GET /api/v2/tokens/check``: who the presented token speaks for (application tokens may ask too)."""
-    caller = await current_caller(request)
-    body: dict[str, Any] = {"username": caller.user.name, "application": caller.application,
-                            "admin": caller.user.admin, "iat": int(caller.created_at)}
-    if caller.expires_at is not None:
-        body["exp"] = int(caller.expires_at)
-    return web.json_response(body)
+    return web.json_response(await request.app[SERVICE](credentials(request), _check))

@@ -10,9 +10,9 @@ from aiohttp import web
 
 from pai.domain.errors import InvalidParametersError
 from pai.domain.groups import Group
-from pai.rest_server.auth import current_user, person
-from pai.rest_server.keys import LAUNCHER, STORE
-from pai.rest_server.users import answer_change, checked_body, directory_of
+from pai.rest_server.keys import SERVICE
+from pai.rest_server.service import Context, credentials, reads
+from pai.rest_server.users import answer_change, checked_body
 
 
 def group_view(g: Group) -> dict[str, Any]:
@@ -20,35 +20,45 @@ def group_view(g: Group) -> dict[str, Any]:
             "extension": dict(g.extension)}
 
 
+@reads
+def _groups(c: Context) -> list[dict[str, Any]]:
+    return [group_view(g) for g in c.launcher.directory.groups()]
+
+
+@reads
+def _group(c: Context, name: str) -> dict[str, Any]:
+    return group_view(c.launcher.directory.group(name))
+
+
+@reads
+def _members(c: Context, name: str) -> list[dict[str, Any]]:
+    return [{"username": u.name, "clusterAdmin": u.admin} for u in c.launcher.directory.members(c.user, name)]
+
+
 async def list_groups(request: web.Request) -> web.Response:
-    await current_user(request)
-    return web.json_response([group_view(g) for g in await request.app[STORE].read(directory_of(request).groups)])
+    return web.json_response(await request.app[SERVICE](credentials(request), _groups))
 
 
 async def get_group(request: web.Request) -> web.Response:
-    await current_user(request)
-    group = await request.app[STORE].read(directory_of(request).group, request.match_info["group"])
-    return web.json_response(group_view(group))
+    return web.json_response(await request.app[SERVICE](credentials(request), _group, request.match_info["group"]))
 
 
 async def group_users(request: web.Request) -> web.Response:
-    by = await current_user(request)
-    found = await request.app[STORE].read(request.app[LAUNCHER].directory.members, by, request.match_info["group"])
-    return web.json_response([{"username": u.name, "clusterAdmin": u.admin} for u in found])
+    return web.json_response(await request.app[SERVICE](credentials(request), _members, request.match_info["group"]))
 
 
 async def create_group(request: web.Request) -> web.Response:
-    by = (await person(request)).user
+    creds = credentials(request)
     b = await checked_body(request, "groupCreate")
     group = Group(b["groupname"], b.get("description", ""), b.get("externalName", ""), b.get("extension", {}))
-    return await answer_change(request, directory_of(request).create_group, by, group,
-                         message="group is created successfully")
+    return await answer_change(request, creds, lambda d, by: d.create_group(by, group),
+                               message="group is created successfully")
 
 
 async def update_group(request: web.Request) -> web.Response:
     """``PUT /api/v2/groups {data, patch}``: without ``patch`` the fields given replace the group's; with it, those
     given change and the extension's keys given replace those keys."""
-    by = (await person(request)).user
+    creds = credentials(request)
     b = await checked_body(request, "groupUpdate")
     data, patch = b["data"], b.get("patch", False)
 
@@ -58,21 +68,22 @@ async def update_group(request: web.Request) -> web.Response:
         return Group(g.name, data.get("description", g.description), data.get("externalName", g.external_name),
                      {**g.extension, **data.get("extension", {})})
 
-    return await answer_change(request, directory_of(request).update_group, by, data["groupname"], change,
-                         message=f"update group {data['groupname']} successfully.")
+    name = data["groupname"]
+    return await answer_change(request, creds, lambda d, by: d.update_group(by, name, change),
+                               message=f"update group {name} successfully.")
 
 
 async def delete_group(request: web.Request) -> web.Response:
-    by = (await person(request)).user
-    return await answer_change(request, directory_of(request).delete_group, by, request.match_info["group"],
-                         message="group is removed successfully", status=200)
+    creds, name = credentials(request), request.match_info["group"]
+    return await answer_change(request, creds, lambda d, by: d.delete_group(by, name),
+                               message="group is removed successfully", status=200)
 
 
 async def _set(request: web.Request, definition: str, change: Any, message: str) -> web.Response:
-    by = (await person(request)).user
+    creds, name = credentials(request), request.match_info["group"]
     b = await checked_body(request, definition)
-    return await answer_change(request, directory_of(request).update_group, by, request.match_info["group"],
-                         lambda g: change(g, b), message=message)
+    return await answer_change(request, creds, lambda d, by: d.update_group(by, name, lambda g: change(g, b)),
+                               message=message)
 
 
 async def set_description(request: web.Request) -> web.Response:

@@ -1,4 +1,4 @@
-"""OpenPAI's user API (``/api/v2/users``): handlers of a few lines around ``Directory``.
+"""OpenPAI's user API (``/api/v2/users``): handlers of a few lines around ``Directory``, one service call each.
 
 Reads need a token; changes need a person (not an application token), and ``Directory`` checks admin or self in
 the transaction that makes the change. Bodies are checked against ``job_schemas/users-api.json``; answers and
@@ -7,6 +7,7 @@ codes are OpenPAI's (201 with a message for a change, 200 for a removal).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -15,10 +16,13 @@ from aiohttp.typedefs import Handler
 from pai.domain.errors import ForbiddenUserError
 from pai.jobspec.vcconfig import validate_users_api_body
 from pai.launcher.directory import Directory, UserChanges
-from pai.rest_server.auth import current_user, person
 from pai.rest_server.bodies import json_body
-from pai.rest_server.keys import LAUNCHER, STORE
+from pai.rest_server.keys import LAUNCHER, SERVICE
+from pai.rest_server.service import Context, Credentials, credentials, reads, writes
 from pai.store.records import User, UserProfile
+
+# A change to the directory, by the caller: ``change(directory, caller's user)``.
+Change = Callable[[Directory, User], object]
 
 
 def user_view(p: UserProfile) -> dict[str, Any]:
@@ -28,39 +32,59 @@ def user_view(p: UserProfile) -> dict[str, Any]:
 
 
 def directory_of(request: web.Request) -> Directory:
-    return request.app[LAUNCHER].directory
+    return request.app[LAUNCHER].directory  # still used by vcs.py until it is converted to the service
 
 
 async def checked_body(request: web.Request, definition: str) -> dict[str, Any]:
     return validate_users_api_body(await json_body(request), definition)
 
 
-async def answer_change(request: web.Request, method: Any, *args: Any, message: str,
+@reads
+def _users(c: Context) -> list[dict[str, Any]]:
+    return [user_view(p) for p in c.launcher.directory.users()]
+
+
+@reads
+def _user(c: Context, name: str) -> dict[str, Any]:
+    return user_view(c.launcher.directory.user(name))
+
+
+@writes(person=True)
+def _change(c: Context, change: Change) -> None:
+    change(c.launcher.directory, c.user)
+
+
+@writes(person=True)
+def _update_me(c: Context, name: str, changes: UserChanges) -> None:
+    if name != c.user.name:
+        raise ForbiddenUserError("data.username: can't update other user's data")
+    c.launcher.directory.update_self(c.user, changes)
+
+
+async def answer_change(request: web.Request, creds: Credentials, change: Change, *, message: str,
                         status: int = 201) -> web.Response:
-    await request.app[STORE].call(method, *args)
+    """The caller (a person) makes ``change``; OpenPAI's answer: ``{"message": ...}`` with ``status``."""
+    await request.app[SERVICE](creds, _change, change)
     return web.json_response({"message": message}, status=status)
 
 
 async def list_users(request: web.Request) -> web.Response:
-    await current_user(request)
-    profiles = await request.app[STORE].read(directory_of(request).users)
-    return web.json_response([user_view(p) for p in profiles])
+    return web.json_response(await request.app[SERVICE](credentials(request), _users))
 
 
 async def get_user(request: web.Request) -> web.Response:
-    await current_user(request)
-    profile = await request.app[STORE].read(directory_of(request).user, request.match_info["user"])
-    return web.json_response(user_view(profile))
+    return web.json_response(await request.app[SERVICE](credentials(request), _user, request.match_info["user"]))
 
 
 async def create_user(request: web.Request) -> web.Response:
-    by = (await person(request)).user
+    creds = credentials(request)
     b = await checked_body(request, "userCreate")
-    d = directory_of(request)
-    await request.app[STORE].call(
-        lambda: d.create_user(by, b["username"], b["password"], email=b.get("email", ""), admin=b.get("admin", False),
-                              virtual_clusters=b.get("virtualCluster", []), extension=b.get("extension")))
-    return web.json_response({"message": "User is created successfully"}, status=201)
+
+    def create(d: Directory, by: User) -> User:
+        return d.create_user(by, b["username"], b["password"], email=b.get("email", ""), admin=b.get("admin", False),
+                             virtual_clusters=b.get("virtualCluster", []), extension=b.get("extension"))
+
+    return await answer_change(request, creds, create, message="User is created successfully")
 
 
 def _changes(data: dict[str, Any]) -> UserChanges:
@@ -72,46 +96,46 @@ def _changes(data: dict[str, Any]) -> UserChanges:
 
 async def update_user(request: web.Request) -> web.Response:
     """``PUT /api/v2/users {data, patch}``: an admin changes any user."""
-    by = (await person(request)).user
+    creds = credentials(request)
     data = (await checked_body(request, "userUpdate"))["data"]
-    name = data["username"]
-    return await answer_change(request, directory_of(request).update_user, by, name, _changes(data),
-                         message=f"Update user {name} successfully")
+    name, changes = data["username"], _changes(data)
+    return await answer_change(request, creds, lambda d, by: d.update_user(by, name, changes),
+                               message=f"Update user {name} successfully")
 
 
 async def update_me(request: web.Request) -> web.Response:
     """``PUT /api/v2/users/me {data, patch}``: a user changes their own e-mail, extension or password."""
-    by = (await person(request)).user
+    creds = credentials(request)
     data = (await checked_body(request, "selfUpdate"))["data"]
-    if data["username"] != by.name:
-        raise ForbiddenUserError("data.username: can't update other user's data")
-    return await answer_change(request, directory_of(request).update_self, by, _changes(data),
-                         message=f"Update user {by.name} successfully")
+    name = data["username"]
+    await request.app[SERVICE](creds, _update_me, name, _changes(data))
+    return web.json_response({"message": f"Update user {name} successfully"}, status=201)
 
 
 async def delete_user(request: web.Request) -> web.Response:
-    by = (await person(request)).user
-    return await answer_change(request, directory_of(request).delete_user, by, request.match_info["user"],
-                         message="user is removed successfully", status=200)
+    creds, name = credentials(request), request.match_info["user"]
+    return await answer_change(request, creds, lambda d, by: d.delete_user(by, name),
+                               message="user is removed successfully", status=200)
 
 
-async def _legacy(request: web.Request, definition: str) -> tuple[User, str, dict[str, Any]]:
-    by = (await person(request)).user
-    return by, request.match_info["user"], await checked_body(request, definition)
+async def _legacy(request: web.Request, definition: str) -> tuple[Credentials, str, dict[str, Any]]:
+    creds = credentials(request)
+    return creds, request.match_info["user"], await checked_body(request, definition)
 
 
 async def set_password(request: web.Request) -> web.Response:
-    by, name, b = await _legacy(request, "passwordBody")
-    return await answer_change(request, directory_of(request).set_password, by, name, b["newPassword"],
-                               b.get("oldPassword"), message="update user password successfully.")
+    creds, name, b = await _legacy(request, "passwordBody")
+    return await answer_change(request, creds,
+                               lambda d, by: d.set_password(by, name, b["newPassword"], b.get("oldPassword")),
+                               message="update user password successfully.")
 
 
 def _setter(definition: str, field: str, method: str, message: str) -> Handler:
     """A legacy ``PUT /api/v2/users/{user}/...`` call: one body field handed to one ``Directory`` method."""
 
     async def handler(request: web.Request) -> web.Response:
-        by, name, b = await _legacy(request, definition)
-        return await answer_change(request, getattr(directory_of(request), method), by, name, b[field],
+        creds, name, b = await _legacy(request, definition)
+        return await answer_change(request, creds, lambda d, by: getattr(d, method)(by, name, b[field]),
                                    message=message.format(name=name, value=b[field]))
 
     return handler
