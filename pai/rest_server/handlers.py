@@ -84,7 +84,7 @@ async def sku_types(request: web.Request) -> web.Response:
 _NODE_STATES = {s.value: s for s in (NodeState.READY, NodeState.CORDONED, NodeState.DRAINING)}
 
 
-@writes()
+@writes(wakes=True)
 def _set_node_state(c: Context, name: str, value: object) -> None:
     """Admins only; the value is checked after the caller (a user who is not an admin hears 403 first)."""
     if not c.user.admin:

@@ -125,7 +125,7 @@ def _attempts(c: Context, key: str) -> list[dict[str, Any]]:
     return list(hide_other_users_jobs(attempts, c.user, everyone))
 
 
-@writes()
+@writes(wakes=True)
 def _stop(c: Context, key: str) -> StopResult:
     return c.launcher.stop(key, c.user)
 

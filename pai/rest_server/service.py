@@ -5,8 +5,8 @@ and the launcher's parts) and its arguments, declared with what it does: ``@read
 needs a person (``person=True``: not an application token) or nobody (``anonymous``). The facade runs it in one
 transaction (``Database.unit``: every session it opens joins it) with the caller's check inside, on the thread its
 kind needs (writes on the store's writer thread: SQLite has one writer; reads on the reader threads), and after a
-write wakes the launcher (in this process; elsewhere the database tells it: NOTIFY). So no handler picks a thread,
-opens a session or checks a token; a refused request changes nothing, the caller's check included.
+write the launcher acts on (``wakes=True``) wakes the launcher in this process (elsewhere the database tells it:
+NOTIFY). So no handler picks a thread, opens a session or checks a token; a refused request changes nothing.
 """
 
 from __future__ import annotations
@@ -84,6 +84,7 @@ class Op(Generic[P, T]):
     writes: bool
     person: bool = False
     anonymous: bool = False
+    wakes: bool = False  # the launcher acts on it (a job or a node changed): wake it once committed
 
     def __call__(self, context: Context, *args: P.args, **kwargs: P.kwargs) -> T:
         return self.fn(context, *args, **kwargs)
@@ -93,8 +94,10 @@ def reads(fn: Callable[Concatenate[Context, P], T]) -> Op[P, T]:
     return Op(fn, writes=False)
 
 
-def writes(*, person: bool = False) -> Callable[[Callable[Concatenate[Context, P], T]], Op[P, T]]:
-    return lambda fn: Op(fn, writes=True, person=person)
+def writes(*, person: bool = False, wakes: bool = False) -> Callable[[Callable[Concatenate[Context, P], T]],
+                                                                      Op[P, T]]:
+    """A write; ``wakes``: one the launcher acts on (a submission, a stop, a node's state, a VC)."""
+    return lambda fn: Op(fn, writes=True, person=person, wakes=wakes)
 
 
 def anonymous(*, writes: bool) -> Callable[[Callable[Concatenate[Context, P], T]], Op[P, T]]:
@@ -114,7 +117,8 @@ class Service:
         if not op.writes:
             return await self.store.read(run)
         result = await self.store.call(run)
-        self.wake()
+        if op.wakes:
+            self.wake()
         return result
 
     def _unit(self, creds: Credentials | None, op: Op[P, T], args: tuple[Any, ...]) -> T:

@@ -19,7 +19,7 @@ from pai.rest_server.keys import SERVICE
 from pai.rest_server.service import Context, credentials, writes
 
 
-@writes()
+@writes(wakes=True)
 def _submit(c: Context, owner: str | None, name: str | None, pairs: list[tuple[str, str]] | None, raw: bytes,
             content_type: str) -> dict[str, Any]:
     """``owner``: the user the path names (v1), who must be the caller; ``name``: the job's name the path names

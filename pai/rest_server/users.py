@@ -17,7 +17,7 @@ from pai.domain.errors import ForbiddenUserError
 from pai.jobspec.vcconfig import validate_users_api_body
 from pai.launcher.directory import Directory, UserChanges
 from pai.rest_server.bodies import json_body
-from pai.rest_server.keys import LAUNCHER, SERVICE
+from pai.rest_server.keys import SERVICE
 from pai.rest_server.service import Context, Credentials, credentials, reads, writes
 from pai.store.records import User, UserProfile
 
@@ -29,10 +29,6 @@ def user_view(p: UserProfile) -> dict[str, Any]:
     u = p.user
     return {"username": u.name, "grouplist": list(u.groups), "email": p.email, "extension": p.extension,
             "admin": u.admin, "virtualCluster": sorted(u.virtual_clusters), "storageConfig": sorted(u.storages)}
-
-
-def directory_of(request: web.Request) -> Directory:
-    return request.app[LAUNCHER].directory  # still used by vcs.py until it is converted to the service
 
 
 async def checked_body(request: web.Request, definition: str) -> dict[str, Any]:

@@ -109,7 +109,7 @@ def _percent(body: dict[str, Any], key: str, default: float | None) -> float | N
 # The ops below decode the body (read by the handler) after the caller's check, as the handlers did: a user who
 # is not an admin is refused (403) whatever the body says.
 
-@writes()
+@writes(wakes=True)
 def _put_v1(c: Context, name: str, raw: bytes) -> dict[str, Any]:
     """OpenPAI's form: ``{"vcCapacity": 50, "vcMaxCapacity": 100}``, percents of every resource."""
     _admin(c)
@@ -147,7 +147,7 @@ def _put_openpai(c: Context, name: str, body: dict[str, Any]) -> dict[str, Any]:
     return {"status": 201, "message": f"{verb} virtual cluster {name} to capacity {capacity:g} successfully."}
 
 
-@writes()
+@writes(wakes=True)
 def _put_v2(c: Context, name: str, raw: bytes) -> dict[str, Any]:
     _admin(c)
     body = decode_json(raw)
@@ -160,7 +160,7 @@ def _put_v2(c: Context, name: str, raw: bytes) -> dict[str, Any]:
     return {"message": f"update virtual cluster {name} successfully"}
 
 
-@writes()
+@writes(wakes=True)
 def _put_status(c: Context, name: str, raw: bytes) -> VcStatus:
     _admin(c)
     body = decode_json(raw)
@@ -176,13 +176,13 @@ def _put_status(c: Context, name: str, raw: bytes) -> VcStatus:
     return status
 
 
-@writes()
+@writes(wakes=True)
 def _delete(c: Context, name: str) -> None:
     _admin(c)
     c.vcadmin.delete(name)
 
 
-@writes()
+@writes(wakes=True)
 def _put_priority(c: Context, key: str, raw: bytes) -> str:
     value = decode_json(raw).get("value")
     if not isinstance(value, str) or not value:

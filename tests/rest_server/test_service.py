@@ -1,5 +1,6 @@
 """The service facade: a request is one operation in one transaction, the caller checked inside it; a refused caller
-runs nothing; a failed operation changes nothing; writes run on the writer thread and wake the launcher."""
+runs nothing; a failed operation changes nothing; writes run on the writer thread, and those the launcher acts on
+wake it."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def who(c: Context) -> str:
     return c.user.name
 
 
-@writes()
+@writes(wakes=True)
 def store_then_fail(c: Context, key: str) -> None:
     ran.append(("store_then_fail", threading.current_thread().name, c.user.name))
     with c.db.session() as s:
@@ -36,9 +37,15 @@ def store_then_fail(c: Context, key: str) -> None:
     raise ValueError("after the write")
 
 
-@writes(person=True)
+@writes(person=True, wakes=True)
 def store(c: Context, key: str) -> None:
     ran.append(("store", threading.current_thread().name, c.user.name))
+    with c.db.session() as s:
+        s.execute(INSERT, {"key": key})
+
+
+@writes()
+def quiet(c: Context, key: str) -> None:  # a write the launcher does not act on (a tag, a user): no wake-up
     with c.db.session() as s:
         s.execute(INSERT, {"key": key})
 
@@ -68,7 +75,7 @@ async def service(tmp_path: Path) -> AsyncIterator[tuple[Service, Launcher, list
     db.dispose()
 
 
-async def test_reads_run_on_a_reader_and_writes_on_the_writer_which_wakes_the_launcher(
+async def test_reads_run_on_a_reader_and_writes_on_the_writer_those_it_acts_on_wake_the_launcher(
         service: tuple[Service, Launcher, list[int]]) -> None:
     svc, launcher, woken = service
     token, _ = launcher.accounts.login("admin", "pw", 60)
@@ -76,13 +83,15 @@ async def test_reads_run_on_a_reader_and_writes_on_the_writer_which_wakes_the_la
     await svc(Credentials(token), store, "k")
     assert [(op, thread.split("_")[0]) for op, thread, _ in ran] == [("who", "pai-read"), ("store", "pai-store")]
     assert woken == [1] and stored(launcher.db) == ["k"]
+    await svc(Credentials(token), quiet, "q")
+    assert woken == [1] and stored(launcher.db) == ["k", "q"]
 
 
 async def test_a_failed_operation_changes_nothing(service: tuple[Service, Launcher, list[int]]) -> None:
     svc, launcher, woken = service
     token, _ = launcher.accounts.login("admin", "pw", 60)
     with pytest.raises(ValueError, match="after the write"):
-        await svc(Credentials(token), store_then_fail, "k")
+        await svc(Credentials(token), store_then_fail, "k")  # (it would wake the launcher if it succeeded)
     assert stored(launcher.db) == [] and woken == []
 
 
