@@ -116,9 +116,12 @@ async def leadership(app: web.Application) -> AsyncIterator[None]:
     async def close_channels() -> None:
         await app[CHANNELS].close()  # the agents come back, are told the leader, and go there
 
+    stopping = asyncio.Event()  # a clean stop steps down too: said at INFO, not as a warning
+
     async def deposed() -> None:
         if role.stand_by():
-            log.warning("this master is a standby now url=%s leader=%s", config.advertised(), role.leader)
+            log.log(logging.INFO if stopping.is_set() else logging.WARNING,
+                    "this master is a standby now url=%s leader=%s", config.advertised(), role.leader)
         await close_channels()
 
     role.on_deposed = close_channels
@@ -139,6 +142,7 @@ async def leadership(app: web.Application) -> AsyncIterator[None]:
         log.info("this master is a standby url=%s leader=%s epoch=%d", config.advertised(), role.leader, lease.epoch)
     task = asyncio.create_task(elector.run(), name="launcher-lease")
     yield
+    stopping.set()
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
