@@ -99,6 +99,27 @@ class NoTaskError(PaiError):
     status = 404
 
 
+class NoTaskRoleError(PaiError):
+    """A job has no task role of that name, or no task of that index in the role."""
+
+    code = "NoTaskRoleError"
+    status = 404
+
+
+class TaskNotRunningError(PaiError):
+    """A task that is not running, where only a running one will do (exec, a tunnel to its port)."""
+
+    code = "TaskNotRunningError"
+    status = 409
+
+
+class TooManySessionsError(PaiError):
+    """A user's interactive sessions (exec, tunnels) at the cluster's limit (``pai master --max-sessions-per-user``)."""
+
+    code = "TooManySessionsError"
+    status = 429
+
+
 class NoTaskLogError(PaiError):
     """OpenPAI's answer for a task attempt that has no log (unknown, or never started)."""
 
