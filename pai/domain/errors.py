@@ -106,13 +106,6 @@ class NoTaskRoleError(PaiError):
     status = 404
 
 
-class TaskNotRunningError(PaiError):
-    """A task that is not running, where only a running one will do (exec, a tunnel to its port)."""
-
-    code = "TaskNotRunningError"
-    status = 409
-
-
 class TooManySessionsError(PaiError):
     """A user's interactive sessions (exec, tunnels) at the cluster's limit (``pai master --max-sessions-per-user``)."""
 
