@@ -113,6 +113,13 @@ class TooManySessionsError(PaiError):
     status = 429
 
 
+class TaskNotRunningError(PaiError):
+    """A task (or attempt) that must be running for the request (exec, tunnel, ssh) and is not."""
+
+    code = "TaskNotRunningError"
+    status = 409
+
+
 class NoTaskLogError(PaiError):
     """OpenPAI's answer for a task attempt that has no log (unknown, or never started)."""
 
