@@ -85,8 +85,10 @@ async def test_kill_leaves_no_process_of_the_session(runtime: DockerRuntime, tmp
     for tty in (False, True):
         session = await runtime.exec("e4", ExecRequest(
             ("sh", "-c", f"{marker} & setsid {marker} & {marker}"), tty=tty))
-        await eventually(lambda: len(processes_with(marker)) == 3, what="the session's three sleeps")
-        await session.kill()
+        try:
+            await eventually(lambda: len(processes_with(marker)) == 3, what="the session's three sleeps")
+        finally:
+            await session.kill()
         assert processes_with(marker) == []
         assert await session.read() is None
         assert await session.wait() == 137

@@ -36,6 +36,18 @@ async def test_a_command_gives_its_exit_code_and_keeps_stdout_and_stderr_apart(
         await session.kill()
 
 
+async def test_a_command_that_cannot_start_ends_with_the_shells_code(
+        runtime: ProcessRuntime, tmp_path: Path, groups: Groups) -> None:
+    workdir = await running(runtime, tmp_path, groups)
+    (workdir / "plain").write_text("not a program")
+    for argv, code in [(("no-such-command",), 127), ((str(workdir / "plain"),), 126)]:
+        session = await runtime.exec("a1", ExecRequest(argv))
+        out, err, exit_code = await collect(session)
+        assert (out, exit_code) == (b"", code)
+        assert err.startswith(f"cannot run {argv[0]}: ".encode())
+        await session.kill()
+
+
 async def test_stdin_reaches_the_command_and_its_end_ends_it(
         runtime: ProcessRuntime, tmp_path: Path, groups: Groups) -> None:
     await running(runtime, tmp_path, groups)
@@ -104,8 +116,10 @@ async def test_kill_leaves_no_process_of_the_session(runtime: ProcessRuntime, tm
     for tty in (False, True):
         session = await runtime.exec("a1", ExecRequest(("sh", "-c", script), tty=tty))
         assert isinstance(session, ProcessExec)
-        await eventually(lambda: len(processes_with(f"sleep {marker}")) == 3, what="the session's three sleeps")
-        await session.kill()
+        try:
+            await eventually(lambda: len(processes_with(f"sleep {marker}")) == 3, what="the session's three sleeps")
+        finally:
+            await session.kill()
         assert processes_with(f"sleep {marker}") == []
         assert process_group.group_members(session.pid) == []
         assert await session.read() is None
