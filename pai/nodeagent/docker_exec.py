@@ -117,12 +117,12 @@ class DockerExec:
         return self._exit
 
     async def kill(self) -> None:
-        if not self._killed:
-            self._killed = True
+        if not self._killed and self._exit is None:  # after wait() there is nothing to find: its process is gone
             with contextlib.suppress(docker.errors.DockerException):
                 state = await asyncio.to_thread(self._client.api.exec_inspect, self.exec_id)
                 if state.get("Running") and state.get("Pid"):
                     await self._kill_tree(int(state["Pid"]))
+        self._killed = True
         self._writer.close()
         with contextlib.suppress(ConnectionError, OSError):
             await self._writer.wait_closed()

@@ -99,6 +99,7 @@ async def test_kill_leaves_no_process_of_the_session(runtime: DockerRuntime, tmp
 async def test_a_session_ends_with_its_container(runtime: DockerRuntime, tmp_path: Path) -> None:
     await running(runtime, tmp_path, "e5")
     session = await runtime.exec("e5", ExecRequest(("sleep", "7402")))
+    await eventually(lambda: processes_with("sleep 7402"), what="the exec's sleep")
     await runtime.stop("e5", 0)
     assert await collect(session) == (b"", b"", 137)
     assert processes_with("sleep 7402") == []
