@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from pathlib import Path
 
@@ -166,5 +167,6 @@ async def test_a_tree_the_agent_may_not_signal_is_left_alone_and_named(monkeypat
         monkeypatch.undo()
         assert processes_with("sleep 7303") == []  # what it could signal, it killed
     finally:
-        proc.kill()
+        with contextlib.suppress(ProcessLookupError):  # it ended with its sleep
+            proc.kill()
         await proc.wait()
