@@ -22,7 +22,7 @@ from typing import Any
 
 from pai.nodeagent import process_group
 from pai.nodeagent.attempt_record import exit_code_of
-from pai.nodeagent.taskexec import STDERR, STDOUT, ExecRequest, command
+from pai.nodeagent.taskexec import STDERR, STDOUT, ExecRequest, ExecSession, command
 
 CHUNK = 65536
 QUEUED_CHUNKS = 8  # output read ahead of the reader: a fast writer waits for a slow connection
@@ -66,8 +66,17 @@ class ProcessExec:
         self._killed = False
 
     @classmethod
-    async def start(cls, req: ExecRequest, env: Mapping[str, str], cwd: str) -> ProcessExec:
-        """Start ``req`` with ``env`` (the task's, then ``req.env``) in ``cwd``; OSError when it cannot start."""
+    async def start(cls, req: ExecRequest, env: Mapping[str, str], cwd: str) -> ExecSession:
+        """Start ``req`` with ``env`` (the task's, then ``req.env``) in ``cwd``. A command that cannot be started
+        ends at once with the shell's code (127 not found, 126 not executable) and why on stderr, as in docker."""
+        try:
+            return await cls._start(req, env, cwd)
+        except OSError as e:
+            code = 127 if isinstance(e, FileNotFoundError) else 126
+            return Refused(f"cannot run {command(req)[0]}: {e.strerror or e}\n".encode(), code)
+
+    @classmethod
+    async def _start(cls, req: ExecRequest, env: Mapping[str, str], cwd: str) -> ProcessExec:
         if not req.tty:
             proc = await asyncio.create_subprocess_exec(
                 *command(req), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
@@ -184,6 +193,33 @@ class ProcessExec:
                 await _ready(loop.add_writer, loop.remove_writer, self._master)
             except OSError:  # EIO: the command is gone
                 return
+
+
+class Refused:
+    """The session of a command that could not start: its message on stderr, then its code."""
+
+    def __init__(self, message: bytes, code: int) -> None:
+        self._message: bytes | None = message
+        self._code = code
+
+    async def write(self, data: bytes) -> None:
+        pass
+
+    async def close_stdin(self) -> None:
+        pass
+
+    async def read(self) -> tuple[int, bytes] | None:
+        message, self._message = self._message, None
+        return (STDERR, message) if message else None
+
+    async def resize(self, rows: int, cols: int) -> None:
+        pass
+
+    async def wait(self) -> int:
+        return self._code
+
+    async def kill(self) -> None:
+        pass
 
 
 async def _ready(add: Callable[..., None], remove: Callable[[int], object], fd: int) -> None:

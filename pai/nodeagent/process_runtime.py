@@ -84,7 +84,7 @@ class ProcessRuntime:
         self._log = self._book.log
         self._attempts = self._book.attempts
         self._watchers: set[asyncio.Task[None]] = set()
-        self._execs: dict[str, weakref.WeakSet[process_exec.ProcessExec]] = {}
+        self._execs: dict[str, weakref.WeakSet[ExecSession]] = {}
 
     @classmethod
     async def open(

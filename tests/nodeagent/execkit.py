@@ -33,13 +33,13 @@ async def read_until(session: ExecSession, marker: bytes, seen: bytearray | None
 
 
 def processes_with(marker: str) -> list[int]:
-    """Live processes on the node whose command line holds ``marker``."""
+    """Live processes on the node whose command line (its arguments joined by spaces) is ``marker``."""
     found = []
     for st in process_group.live_stats():
         try:
-            cmdline = (process_group.PROC / str(st.pid) / "cmdline").read_bytes().replace(b"\0", b" ")
+            cmdline = (process_group.PROC / str(st.pid) / "cmdline").read_bytes().rstrip(b"\0").replace(b"\0", b" ")
         except OSError:
             continue
-        if marker.encode() in cmdline:
+        if marker.encode() == cmdline:
             found.append(st.pid)
     return found

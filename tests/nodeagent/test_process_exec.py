@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
 from pathlib import Path
 
 import pytest
@@ -33,6 +36,18 @@ async def test_a_command_gives_its_exit_code_and_keeps_stdout_and_stderr_apart(
     try:
         assert await collect(session) == (b"out\nmore\n", b"err\n", 3)
     finally:
+        await session.kill()
+
+
+async def test_a_command_that_cannot_start_ends_with_the_shells_code(
+        runtime: ProcessRuntime, tmp_path: Path, groups: Groups) -> None:
+    workdir = await running(runtime, tmp_path, groups)
+    (workdir / "plain").write_text("not a program")
+    for argv, code in [(("no-such-command",), 127), ((str(workdir / "plain"),), 126)]:
+        session = await runtime.exec("a1", ExecRequest(argv))
+        out, err, exit_code = await collect(session)
+        assert (out, exit_code) == (b"", code)
+        assert err.startswith(f"cannot run {argv[0]}: ".encode())
         await session.kill()
 
 
@@ -104,8 +119,10 @@ async def test_kill_leaves_no_process_of_the_session(runtime: ProcessRuntime, tm
     for tty in (False, True):
         session = await runtime.exec("a1", ExecRequest(("sh", "-c", script), tty=tty))
         assert isinstance(session, ProcessExec)
-        await eventually(lambda: len(processes_with(f"sleep {marker}")) == 3, what="the session's three sleeps")
-        await session.kill()
+        try:
+            await eventually(lambda: len(processes_with(f"sleep {marker}")) == 3, what="the session's three sleeps")
+        finally:
+            await session.kill()
         assert processes_with(f"sleep {marker}") == []
         assert process_group.group_members(session.pid) == []
         assert await session.read() is None
@@ -131,3 +148,25 @@ async def test_unknown_and_ended_attempts_are_refused(runtime: ProcessRuntime, t
     await wait_status(runtime, "a2", ContainerStatus.EXITED)
     with pytest.raises(AttemptNotRunning, match="not running"):
         await runtime.exec("a2", ExecRequest(("true",)))
+
+
+async def test_a_tree_the_agent_may_not_signal_is_left_alone_and_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent without the right to signal (a docker agent that is not root) must not wait forever."""
+    proc = await asyncio.create_subprocess_exec("sh", "-c", "sleep 7303 & wait")
+    try:
+        await eventually(lambda: processes_with("sleep 7303"), what="the child's sleep")
+        real_kill = os.kill
+
+        def denied(pid: int, sig: int) -> None:
+            if pid == proc.pid:
+                raise PermissionError(1, "Operation not permitted")
+            real_kill(pid, sig)
+
+        monkeypatch.setattr(os, "kill", denied)
+        assert await process_group.kill_tree(proc.pid) == [proc.pid]
+        monkeypatch.undo()
+        assert processes_with("sleep 7303") == []  # what it could signal, it killed
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # it ended with its sleep
+            proc.kill()
+        await proc.wait()
