@@ -120,6 +120,13 @@ class TaskNotRunningError(PaiError):
     status = 409
 
 
+class NodeUnavailableError(PaiError):
+    """A node's agent that does not answer the master (for an exec, a tunnel): the task cannot be reached now."""
+
+    code = "NodeUnavailableError"
+    status = 502
+
+
 class NoTaskLogError(PaiError):
     """OpenPAI's answer for a task attempt that has no log (unknown, or never started)."""
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from sqlalchemy.orm import Session
+
 from pai.domain.errors import TaskNotRunningError
 from pai.domain.states import TaskState
 from pai.launcher.access import owner_of, require_owner_or_admin, require_reader
@@ -56,24 +58,36 @@ class Opening:
     detail: str
 
 
+def _running(s: Session, user: User, readable_by_all: bool, ref: TaskRef, kind: str) -> RunningTask:
+    owner = owner_of(ref.key)
+    require_reader(user, owner, readable_by_all)
+    require_owner_or_admin(user, owner, f"open {kind} sessions in")
+    job = store_jobs.get_job(s, ref.key)
+    task = require_task(job, ref.role, ref.index)
+    if task.state is not TaskState.RUNNING or task.node is None or task.attempt_id is None:
+        raise TaskNotRunningError(f"task {ref.name} of job {ref.key} is not running (state {task.state.value})")
+    node = nodes.get_node(s, task.node)
+    return RunningTask(ref, job.id, task.attempt_id, node.name, node.address, nodes.get_log_port(s, node.name),
+                       dict(task.ports))
+
+
+def check(db: Database, user: User, readable_by_all: bool, ref: TaskRef, kind: str, *, limit: int,
+          stale_after: float) -> None:
+    """What ``open_session`` would refuse, without opening one (an answer for a request that is no WebSocket)."""
+    with db.session() as s:
+        _running(s, user, readable_by_all, ref, kind)
+        sessions.require_room(s, user.name, limit=limit, stale_after=stale_after)
+
+
 def open_session(db: Database, user: User, readable_by_all: bool, ref: TaskRef, opening: Opening, *, limit: int,
                  stale_after: float, now: float) -> RunningTask:
     """Open a session of ``user`` in the running task ``ref``: ForbiddenUserError (not the owner nor an admin, or may
     not read the job), NoJobError, NoTaskRoleError, TaskNotRunningError, TooManySessionsError."""
-    owner = owner_of(ref.key)
-    require_reader(user, owner, readable_by_all)
-    require_owner_or_admin(user, owner, f"open {opening.kind} sessions in")
     with db.session() as s:
-        job = store_jobs.get_job(s, ref.key)
-        task = require_task(job, ref.role, ref.index)
-        if task.state is not TaskState.RUNNING or task.node is None or task.attempt_id is None:
-            raise TaskNotRunningError(f"task {ref.name} of job {ref.key} is not running (state {task.state.value})")
-        node = nodes.get_node(s, task.node)
-        running = RunningTask(ref, job.id, task.attempt_id, node.name, node.address, nodes.get_log_port(s, node.name),
-                              dict(task.ports))
-        sessions.open_session(s, OpenSession(opening.id, user.name, job.id, opening.kind, opening.detail),
+        running = _running(s, user, readable_by_all, ref, opening.kind)
+        sessions.open_session(s, OpenSession(opening.id, user.name, running.job_id, opening.kind, opening.detail),
                               limit=limit, stale_after=stale_after)
-        history.add_event(s, job.id, now, f"{opening.kind}-started",
+        history.add_event(s, running.job_id, now, f"{opening.kind}-started",
                           f"{opening.kind} session of {user.name} in {ref.name}: {opening.detail}",
                           _details(opening, user.name, running))
     return running

@@ -37,7 +37,7 @@ from pai.launcher.interactive import Opening, RunningTask, TaskRef
 from pai.rest_server.jobs import key_of
 from pai.rest_server.keys import CONFIG, SERVICE
 from pai.rest_server.logfollow import task_index
-from pai.rest_server.service import Context, Credentials, anonymous, credentials, writes
+from pai.rest_server.service import Context, Credentials, anonymous, credentials, reads, writes
 
 log = logging.getLogger("pai.rest")
 
@@ -56,6 +56,17 @@ def _open(c: Context, ref: TaskRef, opening: Opening, limit: int) -> tuple[str, 
     """The caller's name and the task the session reaches."""
     return c.user.name, core.open_session(c.db, c.user, c.launcher.jobs_readable_by_all(), ref, opening, limit=limit,
                                           stale_after=STALE_SECONDS, now=c.launcher.clock())
+
+
+@reads
+def _check(c: Context, ref: TaskRef, kind: str, limit: int) -> None:
+    core.check(c.db, c.user, c.launcher.jobs_readable_by_all(), ref, kind, limit=limit, stale_after=STALE_SECONDS)
+
+
+async def check_session(request: web.Request, ref: TaskRef, *, kind: str) -> None:
+    """Raise what opening a session would (403, 404, 409, 429), opening none: the answer to a request that cannot be
+    one (no WebSocket), so that a client learns why its upgrade was refused."""
+    await request.app[SERVICE](credentials(request), _check, ref, kind, request.app[CONFIG].max_sessions_per_user)
 
 
 @writes()
@@ -106,8 +117,9 @@ class InteractiveSession:
                 t.cancel()
             await asyncio.gather(*tasks, ended, return_exceptions=True)
         for t in tasks:
-            if t in done and not t.cancelled() and t.exception() is not None:
-                raise t.exception()  # type: ignore[misc]
+            failure = t.exception() if t in done and not t.cancelled() else None
+            if failure is not None:
+                raise failure
         return self.why if ended in done else None
 
     async def keep(self, creds: Credentials, service: Any) -> None:
@@ -150,7 +162,8 @@ async def interactive(request: web.Request, ref: TaskRef, *, kind: str, detail: 
     try:
         yield session
     except BaseException as e:
-        session.reason = session.reason or f"broken off ({type(e).__name__})"
+        broken = e.message if isinstance(e, PaiError) else f"broken off ({type(e).__name__})"
+        session.reason = session.reason or broken
         raise
     finally:
         keeper.cancel()

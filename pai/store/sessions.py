@@ -35,17 +35,22 @@ def live(s: Session, user: str, stale_after: float, *, now: float | None = None)
     return int(s.scalar(query) or 0)
 
 
+def require_room(s: Session, user: str, *, limit: int, stale_after: float, now: float | None = None) -> None:
+    """TooManySessionsError (429) when ``user`` has ``limit`` sessions open."""
+    count = live(s, user, stale_after, now=now)
+    if count >= limit:
+        raise TooManySessionsError(
+            f"user {user} has {count} interactive sessions open (exec, tunnels), the most this cluster allows "
+            f"(max_sessions_per_user {limit}, pai master --max-sessions-per-user); end one first")
+
+
 def open_session(s: Session, session: OpenSession, *, limit: int, stale_after: float,
                  now: float | None = None) -> None:
     """Add ``session`` unless its user has ``limit`` open already: TooManySessionsError (429)."""
     s.execute(select(UserRow.id).where(UserRow.name == session.user).with_for_update())
     at = clock(s, now)
     s.execute(delete(InteractiveSessionRow).where(InteractiveSessionRow.seen_at < at - stale_after))
-    count = live(s, session.user, stale_after, now=now)
-    if count >= limit:
-        raise TooManySessionsError(
-            f"user {session.user} has {count} interactive sessions open (exec, tunnels), the most this cluster "
-            f"allows (max_sessions_per_user {limit}, pai master --max-sessions-per-user); end one first")
+    require_room(s, session.user, limit=limit, stale_after=stale_after, now=now)
     s.add(InteractiveSessionRow(id=session.id, user_name=session.user, job_id=session.job_id, kind=session.kind,
                                 detail=session.detail, opened_at=at, seen_at=at))
     s.flush()
