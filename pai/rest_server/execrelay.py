@@ -22,6 +22,7 @@ from pai.domain.errors import InvalidParametersError, NodeUnavailableError, Task
 from pai.launcher.interactive import RunningTask
 from pai.protocol import exec_frames as frames
 from pai.rest_server.keys import AGENT_TOKEN, HTTP
+from pai.rest_server.service import credentials
 from pai.rest_server.sessions import InteractiveSession, check_session, interactive, task_ref
 
 HEARTBEAT_SECONDS = 30.0  # a client or agent gone without a word is noticed within this
@@ -44,6 +45,7 @@ def exec_query(request: web.Request) -> list[tuple[str, str]]:
 
 
 async def exec_task(request: web.Request) -> web.StreamResponse:
+    credentials(request)  # 401 before anything else
     query, ref = exec_query(request), task_ref(request)
     client = web.WebSocketResponse(heartbeat=HEARTBEAT_SECONDS, max_msg_size=0)
     if not client.can_prepare(request).ok:  # what a session would be refused, else that this is no WebSocket

@@ -13,8 +13,10 @@ So the document cannot claim an answer the master never gives, and a route canno
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import re
+import secrets
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,10 +29,12 @@ from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
 
 from pai.launcher import cluster
-from pai.rest_server.keys import DB, LAUNCHER
+from pai.rest_server.keys import CONFIG, DB, LAUNCHER
 from pai.rest_server.openapi import document
 from pai.rest_server.routes import routes
-from pai.store import users
+from pai.store import jobs as store_jobs
+from pai.store import sessions, users
+from pai.store.sessions import OpenSession
 from tests.rest_server.conftest import ADMIN_PASSWORD, AGENT_TOKEN, Api
 
 DOC = document()
@@ -107,8 +111,11 @@ class World:
         self.done: set[str] = set()
 
     async def request(self, method: str, path: str, *, token: str | None, json_body: Any = None,
-                      body: str | None = None, content_type: str | None = None) -> Answer:
+                      body: str | None = None, content_type: str | None = None, websocket: bool = False) -> Answer:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
+        if websocket:
+            headers |= {"Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",
+                        "Sec-WebSocket-Key": base64.b64encode(secrets.token_bytes(16)).decode()}
         if content_type:
             headers["Content-Type"] = content_type
         resp = await self.api.client.request(method, path, json=json_body, data=body, headers=headers)
@@ -168,11 +175,45 @@ class World:
             assert request.headers["Authorization"] == f"Bearer {AGENT_TOKEN}"
             return web.Response(text="hello\n", headers={"X-Log-Size": "6", "X-Log-Dropped": "0"})
 
+        async def exec_(request: web.Request) -> web.StreamResponse:  # `cmd=fail`: the agent's own trouble
+            if request.query.get("cmd") == "fail":
+                return web.json_response({"code": "UnknownError", "message": "exec could not start"}, status=500)
+            ws = web.WebSocketResponse()
+            await ws.prepare(request)
+            await ws.send_str(json.dumps({"type": "exit", "code": 0}))
+            await ws.close()
+            return ws
+
         app = web.Application()
         app.router.add_get("/logs/{attempt}/{stream}", log)
+        app.router.add_get("/exec/{attempt}", exec_)
         self.server = TestServer(app, host="127.0.0.1")
         await self.server.start_server()
         await self._register(self.server.port or 0)
+
+    async def _task_running(self) -> None:
+        """admin~r's task reported running by its agent."""
+        await self.setup("running")
+        task = (await self.admin("GET", "/api/v2/jobs/admin~r")).body["taskRoles"]["w"]["taskStatuses"][0]
+        report = {"attemptId": task["containerId"], "jobKey": "admin~r", "role": "w", "index": 0, "status": "running"}
+        answer = await self.request("POST", "/api/internal/agents/n1/heartbeat", token=AGENT_TOKEN,
+                                    json_body={"version": 1, "node": "n1", "containers": [report]})
+        assert answer.status == 200, answer
+        for _ in range(200):
+            detail = (await self.admin("GET", "/api/v2/jobs/admin~r")).body
+            if detail["taskRoles"]["w"]["taskStatuses"][0]["taskState"] == "RUNNING":
+                return
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"admin~r's task never ran: {detail}")
+
+    async def _sessions_full(self) -> None:
+        """admin has as many interactive sessions open (in admin~r) as the master allows."""
+        config = self.api.client.app[CONFIG]
+        with self.api.client.app[DB].session() as s:
+            job_id = store_jobs.get_job(s, "admin~r").id
+            for n in range(config.max_sessions_per_user):
+                sessions.open_session(s, OpenSession(f"s{n}", "admin", job_id, "exec", "sleep 1"),
+                                      limit=config.max_sessions_per_user, stale_after=60.0)
 
     async def _node(self) -> None:
         await self._register(0)
@@ -239,6 +280,7 @@ class Case:
     content_type: str | None = None
     setup: tuple[str, ...] = ()
     note: str = ""
+    websocket: bool = False  # asked as a WebSocket upgrade
     check: Callable[[Answer], None] | None = field(default=None, compare=False)
 
     @property
@@ -474,6 +516,19 @@ def _job_reads() -> Iterator[Case]:
                setup=mine, note="no such role")
     yield case(logs, 400, "/api/v2/jobs/admin~j/tasks/w/0/logs/stdout?follow=true&since=yesterday",
                "InvalidParametersError", note="since")
+    exe = f"GET {key}/tasks/{{role}}/{{index}}/exec"
+    yield case(exe, 101, "/api/v2/jobs/admin~r/tasks/w/0/exec?cmd=true", setup=("task-running",), websocket=True)
+    yield case(exe, 400, "/api/v2/jobs/admin~r/tasks/w/0/exec", "InvalidParametersError", note="no cmd")
+    yield case(exe, 403, "/api/v2/jobs/admin~j/tasks/w/0/exec?cmd=true", "ForbiddenUserError", as_="bob", setup=mine,
+               note="not the owner")
+    yield case(exe, 404, "/api/v2/jobs/admin~nope/tasks/w/0/exec?cmd=true", "NoJobError")
+    yield case(exe, 404, "/api/v2/jobs/admin~j/tasks/w/1/exec?cmd=true", "NoTaskRoleError", setup=mine)
+    yield case(exe, 409, "/api/v2/jobs/admin~j/tasks/w/0/exec?cmd=true", "TaskNotRunningError", setup=mine,
+               websocket=True)
+    yield case(exe, 429, "/api/v2/jobs/admin~r/tasks/w/0/exec?cmd=true", "TooManySessionsError",
+               setup=("task-running", "sessions-full"))
+    yield case(exe, 502, "/api/v2/jobs/admin~r/tasks/w/0/exec?cmd=fail", "NodeUnavailableError",
+               setup=("task-running",), websocket=True)
 
 
 def _job_changes() -> Iterator[Case]:
@@ -621,10 +676,12 @@ async def test_a_documented_answer_occurs(api: Api, c: Case) -> None:
         token = await world.token(c.as_)
         url = c.url.replace("{bob}", world.tokens.get("bob", ""))
         answer = await world.request(c.method, url, token=token, json_body=c.json_body, body=c.body,
-                                     content_type=c.content_type)
+                                     content_type=c.content_type, websocket=c.websocket)
     finally:
         await world.close()
     assert answer.status == c.status, answer.body
+    if c.status == 101:
+        return  # a WebSocket: no body
     documented_answer = response(c.method, c.path, c.status)
     content = documented_answer.get("content", {})
     assert answer.content_type in content, f"{answer.content_type} is not documented for {c.id}: {list(content)}"
