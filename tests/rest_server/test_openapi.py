@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import re
 import secrets
@@ -23,7 +24,7 @@ from typing import Any
 
 import pytest
 import yaml
-from aiohttp import web
+from aiohttp import WSMsgType, web
 from aiohttp.test_utils import TestServer
 from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
@@ -175,12 +176,20 @@ class World:
             assert request.headers["Authorization"] == f"Bearer {AGENT_TOKEN}"
             return web.Response(text="hello\n", headers={"X-Log-Size": "6", "X-Log-Dropped": "0"})
 
-        async def exec_(request: web.Request) -> web.StreamResponse:  # `cmd=fail`: the agent's own trouble
+        async def exec_(request: web.Request) -> web.StreamResponse:
+            """``cmd=fail``: the agent's own trouble; ``cmd=echo``: stdin back as stdout until eof; else exit 0."""
             if request.query.get("cmd") == "fail":
                 return web.json_response({"code": "UnknownError", "message": "exec could not start"}, status=500)
             ws = web.WebSocketResponse()
             await ws.prepare(request)
-            await ws.send_str(json.dumps({"type": "exit", "code": 0}))
+            if request.query.get("cmd") == "echo":
+                async for msg in ws:
+                    if msg.type is WSMsgType.BINARY:
+                        await ws.send_bytes(b"\x01" + msg.data)
+                    elif msg.type is WSMsgType.TEXT and json.loads(msg.data)["type"] == "eof":
+                        break
+            with contextlib.suppress(ConnectionError):  # the master went first
+                await ws.send_str(json.dumps({"type": "exit", "code": 0}))
             await ws.close()
             return ws
 
