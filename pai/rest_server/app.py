@@ -25,6 +25,7 @@ from pai.launcher.role import Role
 from pai.launcher.service import Launcher
 from pai.launcher.vcadmin import VcAdmin
 from pai.protocol.door import DOOR_LOGGER
+from pai.rest_server import logfollow, sessions
 from pai.rest_server.channel import AgentChannels
 from pai.rest_server.config import MasterConfig
 from pai.rest_server.errors import PARSER_LINE_LIMIT, add_request_id, error_middleware
@@ -126,6 +127,8 @@ def _base(config: MasterConfig, part: Part) -> web.Application:
                           handler_args=parser)
     app.on_response_prepare.append(add_request_id)
     app[CONFIG], app[PART] = config, part
+    sessions.install(app)  # exec sessions and followed logs end at shutdown instead of holding it
+    logfollow.install(app)
     contexts: list[Callable[[web.Application], AsyncIterator[None]]] = [_database]
     if part.launches():
         app[CHANNELS] = AgentChannels(epoch=lambda: app[LAUNCHER].epoch)  # pokes are sent once the launcher is up

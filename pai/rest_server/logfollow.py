@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import time
 from datetime import datetime
+from typing import Any
 
 from aiohttp import ClientError, ClientTimeout, web
 
@@ -31,8 +32,21 @@ from pai.rest_server.keys import AGENT_TOKEN, HTTP, SERVICE
 from pai.rest_server.service import Context, credentials, reads
 
 POLL_SECONDS = 0.5
+_FOLLOWERS: web.AppKey[set[asyncio.Task[Any]]] = web.AppKey("log_followers")
 _TRIES = 3  # an ended attempt whose agent does not answer: asked this many times
 _AGENT_TIMEOUT = ClientTimeout(total=None, sock_connect=10, sock_read=None)
+
+
+def install(app: web.Application) -> None:
+    """Followers end when the app shuts down (their answers break off), instead of holding its shutdown."""
+    app[_FOLLOWERS] = set()
+    app.on_shutdown.append(_end_all)
+
+
+async def _end_all(app: web.Application) -> None:
+    followers: set[asyncio.Task[Any]] = app[_FOLLOWERS]
+    for task in list(followers):
+        task.cancel()
 
 
 @reads
@@ -82,6 +96,9 @@ class _Follow:
         view = await self.look()  # refusals (403, 404) before the answer starts
         self.response.enable_chunked_encoding()
         await self.response.prepare(self.request)
+        followers, me = self.request.app.get(_FOLLOWERS, set()), asyncio.current_task()
+        if me is not None:
+            followers.add(me)
         try:
             await self._attempts(view)
         except PaiError as e:
@@ -89,6 +106,9 @@ class _Follow:
             if self.request.transport is not None:  # no end: the client sees a broken answer
                 self.request.transport.close()
             return self.response
+        finally:
+            if me is not None:
+                followers.discard(me)
         await self.response.write_eof()
         return self.response
 

@@ -42,8 +42,22 @@ from pai.rest_server.service import Context, Credentials, anonymous, credentials
 log = logging.getLogger("pai.rest")
 
 IDLE_CODE = "SessionIdleError"  # the code of what ends a session without traffic
+SHUTDOWN_CODE = "ServerShutdownError"  # the code of what ends the sessions of a master (a worker) that stops
+_LIVE: web.AppKey[set[InteractiveSession]] = web.AppKey("interactive_sessions")
 REFRESH_SECONDS = 10.0
 STALE_SECONDS = 30.0
+
+
+def install(app: web.Application) -> None:
+    """Sessions end (with an error frame saying so) when the app shuts down, instead of holding its shutdown."""
+    app[_LIVE] = set()
+    app.on_shutdown.append(_end_all)
+
+
+async def _end_all(app: web.Application) -> None:
+    live: set[InteractiveSession] = app[_LIVE]
+    for session in list(live):
+        session.end(SHUTDOWN_CODE, "the master is shutting down: the session is closed; open it again")
 
 
 def task_ref(request: web.Request) -> TaskRef:
@@ -159,6 +173,8 @@ async def interactive(request: web.Request, ref: TaskRef, *, kind: str, detail: 
     log.info("interactive session opened session=%s kind=%s job=%s task=%s user=%s node=%s", opening.id, kind,
              ref.key, ref.name, caller, task.node)
     keeper = asyncio.create_task(session.keep(creds, service), name=f"session-{opening.id}")
+    live = request.app.get(_LIVE, set())
+    live.add(session)
     try:
         yield session
     except BaseException as e:
@@ -166,6 +182,7 @@ async def interactive(request: web.Request, ref: TaskRef, *, kind: str, detail: 
         session.reason = session.reason or broken
         raise
     finally:
+        live.discard(session)
         keeper.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await keeper

@@ -3,6 +3,7 @@ read the job is refused as every read refuses them; a session whose token is rev
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import aiohttp
@@ -58,5 +59,26 @@ async def test_a_session_whose_token_is_revoked_is_ended_with_an_error_frame(api
         (end,) = await eventually(ended, what="the session's end in the job's history")
         assert end["details"]["exitCode"] is None
         assert "invalid or has expired" in end["details"]["reason"]
+    finally:
+        await w.close()
+
+
+async def test_a_master_that_shuts_down_ends_its_sessions_and_followers(api: Api) -> None:
+    w = await world(api, "task-running")
+    try:
+        url = api.client.make_url("/api/v2/jobs/admin~r/tasks/w/0/exec")
+        headers = {"Authorization": f"Bearer {api.token}"}
+        async with aiohttp.ClientSession() as http, http.ws_connect(url, params=frames.exec_query(("echo",)),
+                                                                    headers=headers) as ws, \
+                http.get(api.client.make_url("/api/v2/jobs/admin~r/tasks/w/0/logs/stdout?follow=true"),
+                         headers=headers) as follow:
+            assert await follow.content.readuntil(b"\n") == b"hello\n"  # the fake agent's log; the task runs on
+            await ws.send_bytes(b"ping")
+            assert (await ws.receive(timeout=10)).data == b"\x01ping"
+            await api.client.app.shutdown()
+            control = frames.decode_control((await ws.receive(timeout=10)).data)
+            assert isinstance(control, frames.Error) and control.code == "ServerShutdownError", control
+            with pytest.raises(aiohttp.ClientPayloadError):  # broken off: the task did not end
+                await asyncio.wait_for(follow.content.read(), 10)
     finally:
         await w.close()
