@@ -14,6 +14,7 @@ saying why, then the close; either side's close closes the other (the agent then
 from __future__ import annotations
 
 import contextlib
+import logging
 import shlex
 
 from aiohttp import ClientError, ClientWebSocketResponse, WSMsgType, WSServerHandshakeError, web
@@ -25,6 +26,7 @@ from pai.rest_server.keys import AGENT_TOKEN, HTTP
 from pai.rest_server.service import credentials
 from pai.rest_server.sessions import InteractiveSession, check_session, interactive, task_ref
 
+log = logging.getLogger("pai.rest")
 HEARTBEAT_SECONDS = 30.0  # a client or agent gone without a word is noticed within this
 
 
@@ -56,7 +58,12 @@ async def exec_task(request: web.Request) -> web.StreamResponse:
         agent = await _connect(request, session.task, query)
         async with agent:
             await client.prepare(request)
-            why = await session.until_ended(_to_agent(client, agent, session), _to_client(agent, client, session))
+            try:
+                why = await session.until_ended(_to_agent(client, agent, session),
+                                                _to_client(agent, client, session))
+            except Exception as e:  # the answer has begun: no error answer now, the close says it
+                log.exception("exec relay failed job=%s task=%s", session.task.ref.key, session.task.ref.name)
+                session.reason, why = f"the relay failed: {e}", None
             if why is not None:
                 with contextlib.suppress(ConnectionError):
                     await client.send_str(frames.encode_control(frames.Error(*why)))

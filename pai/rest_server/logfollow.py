@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import ClientError, ClientTimeout, web
@@ -67,7 +67,10 @@ def parse_since(raw: str | None, now: float) -> float | None:
     if not raw:
         return None
     try:
-        return now - float(raw) if raw.replace(".", "", 1).isdigit() else datetime.fromisoformat(raw).timestamp()
+        if raw.replace(".", "", 1).isdigit():
+            return now - float(raw)
+        at = datetime.fromisoformat(raw)
+        return (at if at.tzinfo is not None else at.replace(tzinfo=UTC)).timestamp()
     except ValueError:
         raise InvalidParametersError(f"since: {raw[:40]!r} is neither a number of seconds nor an ISO 8601 time",
                                      field="since") from None
