@@ -20,10 +20,14 @@ from typing import Any
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from pai.domain.errors import NoJobSshInfoError
 from pai.domain.job import Job, Task
 from pai.domain.jobspec import JobSpec
 from pai.domain.sshkeys import valid_keys
 from pai.protocol import SshAccess, SshHost
+from pai.store import jobs as store_jobs
+from pai.store import sealing
+from pai.store.db import Database
 
 SSH_LABEL = "ssh"
 
@@ -68,3 +72,23 @@ def access_for(job: Job, task: Task, spec: JobSpec, owner_keys: tuple[str, ...])
     if plugin is None or not plugin.job_ssh or not spec.ssh_private_key:
         return SshAccess(valid_keys(keys))
     return SshAccess(valid_keys(keys), spec.ssh_private_key, spec.ssh_public_key, peers(job))
+
+
+def plugin_job(db: Database, key: str) -> Job:
+    """The job ``key`` (NoJobError), which must use the ssh plugin (NoJobSshInfoError: it has no key pair, and its
+    tasks let in their owner's own keys only; ``pai ssh`` reaches them)."""
+    with db.session() as s:
+        job = store_jobs.get_job(s, key)
+    if not job.spec.uses_ssh_plugin:
+        raise NoJobSshInfoError(f"SSH info of job {key} is not found: it does not use the ssh runtime plugin (extras."
+                                f"com.microsoft.pai.runtimeplugin: [{{plugin: ssh, parameters: {{jobssh: true}}}}]), "
+                                "so it has no key pair; its owner reaches its tasks with their own key: "
+                                f"`pai ssh-key add`, then `pai ssh {key}`")
+    return job
+
+
+def private_key(db: Database, key: str) -> str:
+    """The job's private key, unsealed (NoJobError, NoJobSshInfoError)."""
+    job = plugin_job(db, key)
+    with db.session() as s:
+        return sealing.unsealed(s, job.spec).ssh_private_key

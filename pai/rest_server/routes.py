@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from pai.rest_server import attempts, authn, groups, jobs, metrics, openapi, storages, submit, users, vcs
+from pai.rest_server import attempts, authn, groups, jobs, metrics, openapi, ssh, storages, submit, users, vcs
 from pai.rest_server import handlers as h
 from pai.rest_server.dashboard import asset, index
 from pai.rest_server.leading import list_masters
@@ -81,7 +81,9 @@ _users: list[web.RouteDef] = [
     web.get(JOB + "/events", attempts.events),
     web.put(JOB + "/tag", jobs.add_tag),
     web.delete(JOB + "/tag", jobs.delete_tag),
-    web.get(JOB + "/ssh", jobs.ssh_info),
+    web.get(JOB + "/ssh", ssh.ssh_info),
+    web.get(JOB + "/ssh/" + ssh.PRIVATE, ssh.private_key),
+    web.get(JOB + "/ssh/" + ssh.PUBLIC, ssh.public_key),
     web.put(JOB + "/executionType", jobs.execution_type),
     web.get(JOB + "/tasks/{role}/{index}/logs/{stream:stdout|stderr}", jobs.task_log),
     web.put(JOB + "/priority", vcs.put_priority),

@@ -162,6 +162,14 @@ class World:
         assert (await self.admin("POST", "/api/v1/jobs", json_body=v1_job("r"))).status == 202
         await self.wait("admin~r", "RUNNING")
 
+    async def _ssh_job(self) -> None:
+        """admin~s, with the ssh runtime plugin, RUNNING on node n1."""
+        await self.setup("log-server")
+        body = YAML_JOB.format(name="s", vc="default") + (
+            "extras:\n  com.microsoft.pai.runtimeplugin:\n    - {plugin: ssh, parameters: {jobssh: true}}\n")
+        assert (await self.admin("POST", "/api/v2/jobs", body=body, content_type="text/yaml")).status == 202
+        await self.wait("admin~s", "RUNNING")
+
     async def _log_server(self) -> None:
         """Node n1, with a log server (as an agent runs) that has every log."""
         async def log(request: web.Request) -> web.Response:
@@ -463,6 +471,14 @@ def _job_reads() -> Iterator[Case]:
     yield case(f"GET {key}/events", 200, "/api/v2/jobs/admin~j/events?type=Warning", setup=mine, note="Warning")
     yield case(f"GET {key}/events", 400, "/api/v2/jobs/admin~j/events?type=Bad", "InvalidParametersError")
     yield case(f"GET {key}/ssh", 404, "/api/v2/jobs/admin~j/ssh", "NoJobSshInfoError", setup=mine)
+    yield case(f"GET {key}/ssh", 200, "/api/v2/jobs/admin~s/ssh", setup=("ssh-job",))
+    for file, forbidden in (("id_rsa", ()), ("id_rsa.pub", private)):
+        op = f"GET {key}/ssh/{file}"
+        yield case(op, 200, f"/api/v2/jobs/admin~s/ssh/{file}", setup=("ssh-job",))
+        yield case(op, 403, f"/api/v2/jobs/admin~s/ssh/{file}", "ForbiddenUserError", as_="bob",
+                   setup=("ssh-job", *forbidden))
+        yield case(op, 404, f"/api/v2/jobs/admin~j/ssh/{file}", "NoJobSshInfoError", setup=mine)
+        yield case(op, 404, f"/api/v2/jobs/admin~nope/ssh/{file}", "NoJobError")
     logs = f"GET {key}/tasks/{{role}}/{{index}}/logs/{{stream}}"
     yield case(logs, 200, "/api/v2/jobs/admin~r/tasks/w/0/logs/stderr?tail=3", setup=("running",), note="tail")
     yield case(logs, 400, "/api/v2/jobs/admin~j/tasks/w/0/logs/stdout?tail=x", "InvalidParametersError")
