@@ -163,7 +163,7 @@ class Agent:
                                             lease=self._lease)
         metrics = NodeMetrics(cfg.name, self._resources, runtime, cfg.work_dir, lambda: dict(self.disk.failures),
                               self.epochs, lambda: self.masters.current)
-        log_server = LogServer(self.paths, cfg.address, cfg.log_port, cfg.token, metrics.render)
+        log_server = LogServer(self.paths, cfg.address, cfg.log_port, cfg.token, metrics.render, runtime, self.log)
         self.log_port = await log_server.start()
         # a master that does not answer (frozen) costs a whole timeout: several must fit in the fencing window
         self._client = MasterClient(self.masters.current, cfg.token,
@@ -397,9 +397,9 @@ class Agent:
             if self._watchdog is not None:
                 self._watchdog.terminate()
                 await asyncio.to_thread(self._watchdog.wait)
+        await log_server.close()  # first: its exec sessions end while the runtime can still kill them
         await self.supervisor.close()
         await runtime.close()
-        await log_server.close()
         await self._master.close()
         self._lease.close()
         self.log.info("agent stopped")

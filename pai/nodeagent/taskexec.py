@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Protocol
 
 from pai.protocol.exec_frames import DEFAULT_COLS, DEFAULT_ROWS, STDERR, STDOUT
 
 __all__ = [
+    "SHELL",
     "STDERR",
     "STDOUT",
     "AttemptNotRunning",
@@ -24,10 +24,9 @@ __all__ = [
     "ExecRequest",
     "ExecSession",
     "NoSuchAttempt",
-    "login_shell",
+    "command",
+    "exec_env",
 ]
-
-_NO_ENV: Mapping[str, str] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +38,7 @@ class ExecRequest:
     tty: bool = False
     rows: int = DEFAULT_ROWS
     cols: int = DEFAULT_COLS
-    env: Mapping[str, str] = field(default=_NO_ENV)
+    env: Mapping[str, str] = field(default_factory=dict)
     cwd: str | None = None
 
 
@@ -90,7 +89,17 @@ class AttemptNotRunning(ExecError):
         self.state = state
 
 
-def login_shell(has_bash: bool) -> tuple[str, ...]:
-    """The argv for ``ExecRequest.argv == ()``: an interactive bash when the task has /bin/bash, else sh. Not a login
-    shell (``-l``): /etc/profile would replace the task's PATH."""
-    return ("/bin/bash", "-i") if has_bash else ("/bin/sh", "-i")
+# ``ExecRequest.argv == ()``: the task's shell, bash where the task has it (not a login shell: /etc/profile would
+# replace the task's PATH).
+SHELL = ("/bin/sh", "-c", "if [ -x /bin/bash ]; then exec /bin/bash -i; fi; exec /bin/sh -i")
+DEFAULT_TERM = "xterm"
+
+
+def command(req: ExecRequest) -> tuple[str, ...]:
+    """The argv to run for ``req``."""
+    return req.argv or SHELL
+
+
+def exec_env(req: ExecRequest) -> dict[str, str]:
+    """The variables an exec adds to the task's: ``req.env``, and TERM for a terminal when it has none."""
+    return {"TERM": DEFAULT_TERM, **req.env} if req.tty else dict(req.env)

@@ -133,7 +133,7 @@ def terminal_size(value: str | None, default: int, name: str) -> int:
     """``rows`` or ``cols`` of the upgrade query: absent gives ``default``; FrameError when not a size."""
     if value is None or value == "":
         return default
-    if not value.isdigit() or not 0 < int(value) <= MAX_TERMINAL:
+    if not (value.isascii() and value.isdigit()) or not 0 < int(value) <= MAX_TERMINAL:
         raise FrameError(f"{name} is an integer from 1 to {MAX_TERMINAL}")
     return int(value)
 
