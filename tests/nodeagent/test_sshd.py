@@ -10,6 +10,7 @@ import fcntl
 import os
 import pty
 import signal
+import stat
 import struct
 import termios
 from collections.abc import AsyncIterator
@@ -21,7 +22,7 @@ import pytest
 from pai.nodeagent.paths import AgentPaths
 from pai.nodeagent.process_runtime import ProcessRuntime
 from pai.nodeagent.sshd import SshEndpoints
-from pai.protocol import ContainerStatus, StartTask
+from pai.protocol import ContainerStatus, SshHost, StartTask
 from tests.eventually import eventually
 from tests.nodeagent.builders import start_task, wait_status
 from tests.nodeagent.conftest import Groups
@@ -49,11 +50,13 @@ class Node:
     user: Client
     groups: Groups
 
-    async def task(self, attempt_id: str, command: str = "sleep 3600", **over: object) -> tuple[StartTask, int]:
+    async def task(self, attempt_id: str, command: str = "sleep 3600", port: int = 0,
+                   **over: object) -> tuple[StartTask, int]:
         """A running task whose endpoint trusts the user; its start command and its endpoint's port."""
-        port = free_port()
-        cmd = replace(start_task(attempt_id, command, env={"PAI_JOB_NAME": "alice~job", "GREETING": "hello there"}),
-                      ports={"ssh": (port,)}, ssh=access(self.user.public), **over)
+        port = port or free_port()
+        env = {"PAI_JOB_NAME": "alice~job", "GREETING": f"hello from {attempt_id}"}
+        cmd = replace(start_task(attempt_id, command, env=env), ports={"ssh": (port,)},
+                      **{"ssh": access(self.user.public), **over})
         await self.runtime.start(cmd, self.paths.attempt(attempt_id))
         self.groups.add(self.runtime.process_group(attempt_id))
         assert await served(self.endpoints, self.runtime, attempt_id) == port
@@ -73,7 +76,7 @@ async def node(tmp_path: Path, runtime: ProcessRuntime, groups: Groups) -> Async
 async def test_a_command_runs_in_the_task_with_its_environment_and_exit_code(node: Node) -> None:
     _, port = await node.task("a1")
     code, out, err = await run(node.user.ssh(port, "echo \"$GREETING from $PAI_JOB_NAME\"; pwd; echo oops >&2; exit 7"))
-    assert (code, out, err) == (7, f"hello there from alice~job\n{node.paths.attempt('a1')}\n", "oops\n")
+    assert (code, out, err) == (7, f"hello from a1 from alice~job\n{node.paths.attempt('a1')}\n", "oops\n")
 
 
 async def test_stdin_reaches_the_command(node: Node) -> None:
@@ -202,11 +205,40 @@ async def test_the_endpoint_goes_with_its_attempt(node: Node) -> None:
     await node.runtime.stop("a1", 5.0)
     await wait_status(node.runtime, "a1", ContainerStatus.EXITED)
 
-    def gone() -> bool:
+    async def refused() -> bool:
         node.endpoints.sync(node.runtime.reports())
-        return node.endpoints.port_of("a1") is None
+        try:
+            _, writer = await asyncio.open_connection(ADDRESS, port)
+        except ConnectionRefusedError:
+            return True
+        except ConnectionResetError:  # closing
+            return False
+        writer.close()
+        return False
 
-    await eventually(gone, what="the endpoint closed")
-    code, _, err = await run(node.user.ssh(port, "true"))
-    assert code == 255 and "refused" in err
+    await eventually(refused, what="the endpoint closed")
+    assert node.endpoints.port_of("a1") is None
     assert not (node.paths.attempt("a1") / "ssh-endpoint.json").exists()
+
+
+async def test_jobssh_tasks_have_openpais_ssh_layout_and_reach_each_other_with_the_jobs_key(
+        node: Node, tmp_path: Path) -> None:
+    job = client(tmp_path / "job", "id_job")
+    ports = free_port(), free_port()
+    hosts = tuple(SshHost(f"worker-{i}", ADDRESS, p) for i, p in enumerate(ports))
+    for i, port in enumerate(ports):
+        ssh = access(node.user.public, job.public, private=job.key.read_text(), public=job.public, hosts=hosts)
+        await node.task(f"w{i}", port=port, ssh=ssh, role="worker", index=i)
+    layout = node.paths.attempt("w0") / "ssh"
+    assert stat.S_IMODE(layout.stat().st_mode) == 0o700
+    assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in layout.iterdir()} == {
+        "id_rsa": 0o600, "id_rsa.pub": 0o644, "authorized_keys": 0o600, "config": 0o600}
+    assert (layout / "id_rsa").read_text() == job.key.read_text()
+    assert (layout / "authorized_keys").read_text() == f"{node.user.public}\n{job.public}\n"
+    assert (layout / "config").read_text().startswith(
+        f"Host worker-0\n  HostName {ADDRESS}\n  Port {ports[0]}\n  User root\n  StrictHostKeyChecking no\n"
+        f"  UserKnownHostsFile /dev/null\n  IdentityFile {layout}/id_rsa\nHost worker-1\n")
+    hop = ('echo "$PAI_SSH_DIR"; ssh -F "$PAI_SSH_DIR/config" -o BatchMode=yes -o LogLevel=ERROR worker-1 '
+           "'echo $GREETING'")
+    code, out, err = await run(node.user.ssh(ports[0], hop))
+    assert (code, out) == (0, f"{layout}\nhello from w1\n"), err
