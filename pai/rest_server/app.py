@@ -17,7 +17,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
 
-from aiohttp import ClientSession, DummyCookieJar, web
+from aiohttp import ClientSession, DummyCookieJar, TCPConnector, web
 
 from pai.jobspec.vcconfig import load_cluster_config
 from pai.launcher.loop import LauncherLoop, StoreThread
@@ -115,8 +115,9 @@ async def _launcher_loop(app: web.Application) -> AsyncIterator[None]:
 
 
 async def _http_client(app: web.Application) -> AsyncIterator[None]:
-    # no cookie jar: the proxy relays users' cookies itself, and one task's cookies must never reach another
-    async with ClientSession(cookie_jar=DummyCookieJar()) as session:
+    # no cookie jar: the proxy relays users' cookies itself, and one task's cookies must never reach another; no
+    # limit on connections: every proxied request and WebSocket holds one for as long as it lasts
+    async with ClientSession(cookie_jar=DummyCookieJar(), connector=TCPConnector(limit=0)) as session:
         app[HTTP] = session
         yield
 
