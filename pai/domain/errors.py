@@ -99,8 +99,15 @@ class NoTaskError(PaiError):
     status = 404
 
 
+class NoTaskRoleError(PaiError):
+    """A job has no task role of that name, or no task of that index in the role."""
+
+    code = "NoTaskRoleError"
+    status = 404
+
+
 class TaskNotRunningError(PaiError):
-    """A task (or attempt) that must be running for the request (exec, tunnel, ssh) and is not."""
+    """A task that is not running, where only a running one will do (exec, ssh, a tunnel to its port)."""
 
     code = "TaskNotRunningError"
     status = 409
@@ -111,6 +118,21 @@ class NoTaskLogError(PaiError):
 
     code = "NoTaskLogError"
     status = 404
+
+
+class NoTaskPortError(PaiError):
+    """A task has no port of that label; the message names the labels it has."""
+
+    code = "NoTaskPortError"
+    status = 404
+
+
+class TaskPortUnreachableError(PaiError):
+    """A running task's port did not take a connection from the master (nothing listens there yet, or the node is
+    not reachable)."""
+
+    code = "TaskPortUnreachableError"
+    status = 502
 
 
 class NoJobSshInfoError(PaiError):
