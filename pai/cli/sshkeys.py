@@ -13,7 +13,7 @@ import click
 
 from pai.cli.command import Connection, client_command, connect, master_option
 from pai.cli.errors import CliError
-from pai.domain.sshkeys import key_problem
+from pai.domain.sshkeys import fingerprint, key_problem
 
 
 @click.group("ssh-key")
@@ -37,12 +37,12 @@ def _save(conn: Connection, me: str, keys: list[dict[str, Any]]) -> None:
 @client_command("list")
 @master_option
 def key_list(master: str | None) -> None:
-    """List your keys."""
+    """List your keys: title, type and fingerprint."""
     _, keys = _mine(connect(master))
     for k in keys:
-        value = str(k.get("value", ""))
-        kind, _, rest = value.partition(" ")
-        click.echo(f"{k.get('title', '')}\t{kind} {rest.split(' ')[0][-12:]}")
+        value = str(k.get("value", "")).strip()
+        shown = f"{value.split()[0]} {fingerprint(value)}" if key_problem(value) is None else "(not a public key)"
+        click.echo(f"{k.get('title', '')}\t{shown}")
 
 
 @client_command("add")

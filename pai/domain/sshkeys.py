@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import struct
 
 KEY_TYPES = frozenset({
@@ -44,3 +45,9 @@ def key_problem(line: str) -> str | None:
 def valid_keys(lines: list[str] | tuple[str, ...]) -> tuple[str, ...]:
     """The lines that are public keys, stripped, each once, in order."""
     return tuple(dict.fromkeys(line.strip() for line in lines if key_problem(line) is None))
+
+
+def fingerprint(line: str) -> str:
+    """``SHA256:...`` as ``ssh-keygen -l`` shows a key (of a line ``key_problem`` accepts)."""
+    digest = hashlib.sha256(base64.b64decode(line.split()[1])).digest()
+    return "SHA256:" + base64.b64encode(digest).decode("ascii").rstrip("=")
