@@ -24,6 +24,7 @@ from pai.cli.jobview import first_role
 from pai.cli.tunnel import open_tunnel, pump, tunnel_path
 
 SSH_LABEL = "ssh"
+ALIVE_SECONDS = 30  # an idle session still moves bytes this often (a tunnel's idle timeout does not end it)
 
 
 def host_alias(key: str, role: str, index: int) -> str:
@@ -47,7 +48,7 @@ def proxy_command(key: str, role: str, index: int, master: str | None) -> str:
 def config_entry(key: str, role: str, index: int, master: str | None) -> str:
     alias = host_alias(key, role, index)
     return (f"Host {alias}\n  HostName {alias}\n  User root\n  ProxyCommand {proxy_command(key, role, index, master)}\n"
-            f"  HostKeyAlias {alias}\n  StrictHostKeyChecking accept-new\n")
+            f"  HostKeyAlias {alias}\n  StrictHostKeyChecking accept-new\n  ServerAliveInterval {ALIVE_SECONDS}\n")
 
 
 async def _proxy(master: str, token: str | None, path: str) -> None:
@@ -95,7 +96,8 @@ def ssh(name: str, role: str | None, index: int, config: bool, proxy: bool, ssh_
         raise CliError("no ssh client found on PATH (install OpenSSH's client)")
     alias = host_alias(key, role, index)
     argv = [client, "-o", f"ProxyCommand={proxy_command(key, role, index, master)}", "-o", f"HostKeyAlias={alias}",
-            "-o", "StrictHostKeyChecking=accept-new", f"root@{alias}", *ssh_args]
+            "-o", "StrictHostKeyChecking=accept-new", "-o", f"ServerAliveInterval={ALIVE_SECONDS}", f"root@{alias}",
+            *ssh_args]
     sys.stdout.flush()
     os.execv(client, argv)
 

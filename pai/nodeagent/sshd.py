@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import time
 from collections.abc import Callable
@@ -69,6 +70,8 @@ class SshEndpoints:
         self._opening: dict[str, asyncio.Task[None]] = {}
         self._failed: dict[str, float] = {}  # attempt -> when listening last failed (time.monotonic)
         self._poke = asyncio.Event()
+        # asyncssh says every connection's steps at INFO; the endpoint's own lines (sshsession) say what matters
+        logging.getLogger("asyncssh").setLevel(logging.WARNING)
 
     async def start(self) -> None:
         self._key = await asyncio.to_thread(host_key, self._paths.root / HOST_KEY_FILE)
