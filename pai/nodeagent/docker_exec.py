@@ -136,7 +136,9 @@ class DockerExec:
             self._log.warning("exec's processes not killed: its pid is not seen in its container (the agent needs the "
                               "engine's pid namespace)", extra={"exec": self.exec_id[:12], "pid": pid})
             return
-        await process_group.kill_tree(pid)
+        if denied := await process_group.kill_tree(pid):
+            self._log.warning("exec's processes not killed: not permitted (the agent needs root on the node)",
+                              extra={"exec": self.exec_id[:12], "pids": ",".join(map(str, denied))})
 
     def _take(self, n: int) -> bytes:
         data, self._pending = self._pending[:n], self._pending[n:]

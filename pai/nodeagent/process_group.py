@@ -118,24 +118,35 @@ async def kill_group(pgid: int) -> None:
         await asyncio.sleep(POLL_SECONDS)
 
 
-async def kill_tree(pid: int) -> None:
-    """SIGKILL ``pid`` and its descendants, and wait until none of them is left. They are stopped (SIGSTOP) first,
-    from the root down, until the tree stands still, so that none forks a child this misses. Killing the root
-    alone would not do: its children would go to an init and out of reach."""
+async def kill_tree(pid: int) -> list[int]:
+    """SIGKILL ``pid`` and its descendants, and wait until none of them is left; returns those this process may
+    not signal (left alone). They are stopped (SIGSTOP) first, from the root down, until the tree stands still,
+    so that none forks a child this misses. Killing the root alone would not do: its children would go to an
+    init and out of reach."""
     frozen: dict[int, int] = {}  # pid -> start ticks (a pid reused meanwhile is not ours)
-    while new := [st for st in tree(pid) if frozen.get(st.pid) != st.start_ticks]:
+    denied: list[int] = []
+    while new := [st for st in tree(pid) if st.pid not in frozen and st.pid not in denied]:
         for st in new:
-            _signal(st.pid, signal.SIGSTOP)
-            frozen[st.pid] = st.start_ticks
+            if _signal(st.pid, signal.SIGSTOP):
+                frozen[st.pid] = st.start_ticks
+            else:
+                denied.append(st.pid)
     for p in frozen:
         _signal(p, signal.SIGKILL)
     while any(is_running(p, ticks) for p, ticks in frozen.items()):
         await asyncio.sleep(POLL_SECONDS)
+    return denied
 
 
-def _signal(pid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
+def _signal(pid: int, sig: signal.Signals) -> bool:
+    """False when not permitted (a process that is gone counts as signalled)."""
+    try:
         os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+    except PermissionError:
+        return False
+    return True
 
 
 async def wait_exit(pid: int) -> None:

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
 from pathlib import Path
 
 import pytest
@@ -145,3 +148,25 @@ async def test_unknown_and_ended_attempts_are_refused(runtime: ProcessRuntime, t
     await wait_status(runtime, "a2", ContainerStatus.EXITED)
     with pytest.raises(AttemptNotRunning, match="not running"):
         await runtime.exec("a2", ExecRequest(("true",)))
+
+
+async def test_a_tree_the_agent_may_not_signal_is_left_alone_and_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent without the right to signal (a docker agent that is not root) must not wait forever."""
+    proc = await asyncio.create_subprocess_exec("sh", "-c", "sleep 7303 & wait")
+    try:
+        await eventually(lambda: processes_with("sleep 7303"), what="the child's sleep")
+        real_kill = os.kill
+
+        def denied(pid: int, sig: int) -> None:
+            if pid == proc.pid:
+                raise PermissionError(1, "Operation not permitted")
+            real_kill(pid, sig)
+
+        monkeypatch.setattr(os, "kill", denied)
+        assert await process_group.kill_tree(proc.pid) == [proc.pid]
+        monkeypatch.undo()
+        assert processes_with("sleep 7303") == []  # what it could signal, it killed
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # it ended with its sleep
+            proc.kill()
+        await proc.wait()
