@@ -4,7 +4,9 @@ A real ``pai master`` and one agent (process runtime) run a job whose task serve
 small aiohttp app on its port ``web``). N GETs of a small JSON answer (``/headers``), one at a time over one
 keep-alive connection, go to the task's port directly (the node's address) and the same N through the master's
 ``/proxy/`` (Bearer token), interleaved so that both see the same machine; then the same for a 1 MiB answer, and
-N round trips of a small WebSocket message each way. Printed: p50/p95 of each and the proxy's added p50.
+N round trips of a small WebSocket message each way. Printed: p50/p95 of each and the proxy's added p50, and for
+reference an API read that is one call into the service facade and nothing else (``GET /api/v2/tokens/check``):
+every proxied request makes one such call (the caller's token, whether they may read the job, the task's row).
 
 Figures, not assertions. Target (issue 28): the proxy adds <= 2 ms p50 per request.
 """
@@ -94,6 +96,8 @@ def measure(c: Cluster, n: int) -> None:
     token = c.api.http.token or ""
     wait_for("the task's app", lambda: answers(direct + "/headers"), 30)
     report("GET small", *http_pair(direct + "/headers", proxied + "/headers", token, n))
+    _, api = http_pair(direct + "/headers", c.url + "/api/v2/tokens/check", token, n)
+    print(line("API read (tokens/check)", api) + "   one facade call: what the proxy's check costs")
     report("GET 1 MiB", *http_pair(direct + "/big?mb=1", proxied + "/big?mb=1", token, max(n // 4, 20)))
     ws = asyncio.run(ws_pair(direct.replace("http", "ws") + "/ws", proxied.replace("http", "ws") + "/ws", token, n))
     report("WebSocket round trip", *ws)
@@ -106,7 +110,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="pai-bench-") as tmp_name:
         tmp = Path(tmp_name)
-        with database_url(args.database, tmp) as url, cluster(tmp, url, [("node-a", "127.0.0.2", 4)]) as c:
+        with database_url(args.database, tmp) as url, cluster(tmp, url, [("node-a", "127.0.0.29", 4)]) as c:
             print(f"database: {args.database}")
             measure(c, args.requests)
 
