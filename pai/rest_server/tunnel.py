@@ -143,8 +143,7 @@ async def tunnel(request: web.Request) -> web.WebSocketResponse:
         await ws.prepare(request)
         sockets.add(ws)
         reason = await relay(ws, reader, writer, traffic)
-        reason = SHUTTING_DOWN if sockets.closing else reason
     finally:
         writer.close()
-        await _record_end(service, opened, started, traffic, reason)
+        await _record_end(service, opened, started, traffic, SHUTTING_DOWN if sockets.closing else reason)
     return ws

@@ -147,3 +147,16 @@ async def test_a_task_that_is_not_running_is_a_409(api: Api) -> None:
     await exit_task(api, "u")
     status, answer = await refused(api, TUNNEL.format(label="echo").replace("~t", "~u"))
     assert (status, answer["code"]) == (409, "TaskNotRunningError") and "(state SUCCEEDED)" in answer["message"]
+
+
+async def test_a_master_that_shuts_down_closes_its_tunnels(echo: tuple[Api, Echo, dict[str, int]]) -> None:
+    api, server, _ = echo
+    ws = await api.client.ws_connect(TUNNEL.format(label="echo"), headers=api.headers())
+    await ws.send_bytes(b"ping")
+    assert (await ws.receive(timeout=10)).data == b"ping"
+    await api.client.app.shutdown()  # what aiohttp runs first when the process stops
+    msg = await ws.receive(timeout=10)
+    assert (msg.type, ws.close_code) == (WSMsgType.CLOSE, 1001) and "shutting down" in msg.extra
+    await asyncio.wait_for(server.eof.wait(), 10)
+    closed = await eventually(lambda: events(api, "admin~t", "tunnel-closed"), what="the tunnel-closed event")
+    assert closed[0]["details"]["reason"] == "the master is shutting down"
