@@ -25,7 +25,7 @@ import pytest
 
 IMAGE = "pai-test/busybox:1"
 APPLETS = ("sh", "echo", "sleep", "cat", "ls", "env", "dd", "head", "tail", "true", "false", "kill", "id", "df",
-           "mount", "pwd", "touch", "grep", "wc", "date", "trap", "printf")
+           "mount", "pwd", "touch", "grep", "wc", "date", "trap", "printf", "stty", "setsid")
 
 
 def missing() -> str | None:

@@ -38,9 +38,11 @@ from pai.nodeagent import attempt_record, jobsecrets, pull
 from pai.nodeagent.attempt_record import AttemptRecord, exit_reason_of
 from pai.nodeagent.attempts import Attempt, AttemptBook, fields
 from pai.nodeagent.diskguard import DiskGuard
+from pai.nodeagent.docker_exec import DockerExec
 from pai.nodeagent.logfmt import BoundLogger
 from pai.nodeagent.paths import check_attempt_id
 from pai.nodeagent.runtime import ExitListener, TaskUsage
+from pai.nodeagent.taskexec import AttemptNotRunning, ExecRequest, ExecSession, NoSuchAttempt
 from pai.protocol import ContainerReport, PlatformExit, StartTask
 
 CODE, WORK, LOGS = "/pai/code", "/pai/work", "/pai/log"
@@ -169,6 +171,26 @@ class DockerRuntime:
 
     def forget(self, attempt_id: str) -> None:
         self._book.forget(attempt_id)
+
+    async def exec(self, attempt_id: str, req: ExecRequest) -> ExecSession:
+        """``req`` in the attempt's container (``docker_exec``): its environment and user, its working directory
+        unless ``req.cwd``. Ends when the container does."""
+        attempt = self._attempts.get(attempt_id)
+        if attempt is None:
+            raise NoSuchAttempt(attempt_id)
+        if attempt.finished.is_set() or not attempt.record.running:
+            raise AttemptNotRunning(attempt_id)
+        if attempt.container_id is None:
+            raise AttemptNotRunning(attempt_id, "its container is not started yet")
+        try:
+            return await DockerExec.start(self._client, attempt.container_id, req, self._log.bind(**self._fields(
+                attempt.record)))
+        except docker.errors.NotFound as e:
+            raise AttemptNotRunning(attempt_id, "its container is gone") from e
+        except docker.errors.APIError as e:
+            if e.status_code == 409:  # the container is not running (any more)
+                raise AttemptNotRunning(attempt_id, _short(e)) from e
+            raise
 
     async def close(self) -> None:
         self._closed.set()

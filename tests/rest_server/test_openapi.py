@@ -499,6 +499,10 @@ def _job_reads() -> Iterator[Case]:
                note="index")
     yield case(logs, 404, "/api/v2/jobs/admin~j/tasks/w/0/logs/stdout", "NoTaskLogError", setup=mine,
                note="no attempt yet")
+    yield case(logs, 404, "/api/v2/jobs/admin~j/tasks/nosuch/0/logs/stdout?follow=true", "NoTaskRoleError",
+               setup=mine, note="no such role")
+    yield case(logs, 400, "/api/v2/jobs/admin~j/tasks/w/0/logs/stdout?follow=true&since=yesterday",
+               "InvalidParametersError", note="since")
 
 
 def _job_changes() -> Iterator[Case]:
