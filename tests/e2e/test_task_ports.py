@@ -121,8 +121,10 @@ def test_a_websocket_through_the_proxy_and_a_tunnel(served: Cluster) -> None:
                 return text, msg.data
 
     assert asyncio.run(talk()) == ("echo: hi", b"through the tunnel")
-    kinds = [e["reason"] for e in c.api.http.json("GET", "/api/v2/jobs/admin~ports/events")["data"]]
-    assert "tunnel-opened" in kinds
+    def kinds() -> set[str]:
+        return {e["reason"] for e in c.api.http.json("GET", "/api/v2/jobs/admin~ports/events")["data"]}
+
+    wait_for("the tunnel's events", lambda: {"tunnel-started", "tunnel-ended"} <= kinds(), 10)
 
 
 def test_refusals(served: Cluster) -> None:
