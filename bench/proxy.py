@@ -4,7 +4,9 @@ A real ``pai master`` and one agent (process runtime) run a job whose task serve
 small aiohttp app on its port ``web``). N GETs of a small JSON answer (``/headers``), one at a time over one
 keep-alive connection, go to the task's port directly (the node's address) and the same N through the master's
 ``/proxy/`` (Bearer token), interleaved so that both see the same machine; then the same for a 1 MiB answer, and
-N round trips of a small WebSocket message each way. Printed: p50/p95 of each and the proxy's added p50.
+N round trips of a small WebSocket message each way. Printed: p50/p95 of each and the proxy's added p50, and for
+reference an API read that is one call into the service facade and nothing else (``GET /api/v2/tokens/check``):
+every proxied request makes one such call (the caller's token, whether they may read the job, the task's row).
 
 Figures, not assertions. Target (issue 28): the proxy adds <= 2 ms p50 per request.
 """
@@ -37,25 +39,24 @@ def answers(url: str) -> bool:
         return False
 
 
-def timed_gets(session: requests.Session, url: str, headers: dict[str, str]) -> float:
+async def timed_get(session: ClientSession, url: str, headers: dict[str, str]) -> float:
     started = time.perf_counter()
-    resp = session.get(url, headers=headers, timeout=30)
-    resp.content  # noqa: B018 - read it all
-    took = time.perf_counter() - started
-    assert resp.status_code == 200, resp.text[:200]
-    return took
+    async with session.get(url, headers=headers) as resp:
+        await resp.read()
+        assert resp.status == 200, resp.status
+    return time.perf_counter() - started
 
 
-def http_pair(direct: str, proxied: str, token: str, n: int) -> tuple[list[float], list[float]]:
+async def http_pair(direct: str, proxied: str, token: str, n: int) -> tuple[list[float], list[float]]:
+    """``n`` GETs of each, in turn, each URL over a keep-alive connection of its own."""
     auth = {"Authorization": f"Bearer {token}"}
     a, b = [], []
-    with requests.Session() as s1, requests.Session() as s2:
-        for _ in range(10):  # warm both connections and the master's caches
-            timed_gets(s1, direct, {})
-            timed_gets(s2, proxied, auth)
-        for _ in range(n):
-            a.append(timed_gets(s1, direct, {}))
-            b.append(timed_gets(s2, proxied, auth))
+    async with ClientSession() as s1, ClientSession() as s2:
+        for i in range(n + 10):  # the first 10 warm both connections and the master's caches
+            da, db = await timed_get(s1, direct, {}), await timed_get(s2, proxied, auth)
+            if i >= 10:
+                a.append(da)
+                b.append(db)
     return a, b
 
 
@@ -93,8 +94,10 @@ def measure(c: Cluster, n: int) -> None:
     proxied = c.url + prefix
     token = c.api.http.token or ""
     wait_for("the task's app", lambda: answers(direct + "/headers"), 30)
-    report("GET small", *http_pair(direct + "/headers", proxied + "/headers", token, n))
-    report("GET 1 MiB", *http_pair(direct + "/big?mb=1", proxied + "/big?mb=1", token, max(n // 4, 20)))
+    report("GET small", *asyncio.run(http_pair(direct + "/headers", proxied + "/headers", token, n)))
+    _, api = asyncio.run(http_pair(direct + "/headers", c.url + "/api/v2/tokens/check", token, n))
+    print(line("API read (tokens/check)", api) + "   one facade call: what the proxy's check costs")
+    report("GET 1 MiB", *asyncio.run(http_pair(direct + "/big?mb=1", proxied + "/big?mb=1", token, max(n // 4, 20))))
     ws = asyncio.run(ws_pair(direct.replace("http", "ws") + "/ws", proxied.replace("http", "ws") + "/ws", token, n))
     report("WebSocket round trip", *ws)
 
@@ -106,7 +109,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="pai-bench-") as tmp_name:
         tmp = Path(tmp_name)
-        with database_url(args.database, tmp) as url, cluster(tmp, url, [("node-a", "127.0.0.2", 4)]) as c:
+        with database_url(args.database, tmp) as url, cluster(tmp, url, [("node-a", "127.0.0.29", 4)]) as c:
             print(f"database: {args.database}")
             measure(c, args.requests)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from pai.cli.auth import login, logout
+from pai.cli.execute import exec_command
 from pai.cli.jobs import job, list_jobs, logs, stop
 from pai.cli.masters import masters
 from pai.cli.nodes import cordon, nodes, uncordon
@@ -21,8 +22,8 @@ def cli() -> None:
     """pai: submit and watch jobs on a pai (OpenPAI-compatible) cluster."""
 
 
-for command in (login, logout, submit, list_jobs, job, logs, stop, port_forward, ssh, ssh_key, nodes, masters, cordon,
-                uncordon, user, group):
+for command in (login, logout, submit, list_jobs, job, logs, stop, exec_command, port_forward, ssh, ssh_key, nodes,
+                masters, cordon, uncordon, user, group):
     cli.add_command(command)
 
 

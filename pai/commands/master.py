@@ -60,6 +60,13 @@ _LEASE = Timing()  # the launcher's lease (hidden options: the tests shorten it)
 @click.option("--advertise-url", envvar="PAI_MASTER_ADVERTISE_URL", default=None,
               help="The base URL users and the other masters reach this master's API at (its launcher's: the same "
                    "host with --launcher-port); default http://<this machine's name>:<port>.")
+@click.option("--max-sessions-per-user", envvar="PAI_MAX_SESSIONS_PER_USER", default=10, show_default=True,
+              type=click.IntRange(min=1),
+              help="Interactive sessions (pai exec, tunnels) a user may have open at once, across every master; one "
+                   "more gets 429 TooManySessionsError.")
+@click.option("--idle-timeout", envvar="PAI_IDLE_TIMEOUT_SECONDS", default=3600.0, show_default=True,
+              type=click.FloatRange(min=0.1),
+              help="Seconds without traffic either way after which an interactive session is closed.")
 @click.option("--lease-seconds", default=_LEASE.lease_seconds, type=click.FloatRange(min=0.1), hidden=True)
 @click.option("--lease-renew-seconds", default=_LEASE.renew_every, type=click.FloatRange(min=0.01), hidden=True)
 @click.option("--lease-step-down-seconds", default=_LEASE.step_down_after, type=click.FloatRange(min=0.05),
@@ -68,7 +75,8 @@ def master(host: str, port: int, data_dir: Path | None, database_url: str | None
            node_timeout: float, vc_config: Path | None, heartbeat: float, max_body_mb: int, proxy_max_body_mb: int,
            fence_grace: float, full_pass_seconds: float, admissions_per_pass: int, workers: int | None,
            launcher_port: int | None, usage_sample_seconds: float, advertise_url: str | None,
-           lease_seconds: float, lease_renew_seconds: float, lease_step_down_seconds: float) -> None:
+           max_sessions_per_user: int, idle_timeout: float, lease_seconds: float, lease_renew_seconds: float,
+           lease_step_down_seconds: float) -> None:
     """Run the master: REST API, scheduler loop and store."""
     setup_logging("master")
     if vc_config is not None:
@@ -91,6 +99,8 @@ def master(host: str, port: int, data_dir: Path | None, database_url: str | None
         workers=_workers(workers, database_url),
         launcher_port=launcher_port,
         advertise_url=advertise_url,
+        max_sessions_per_user=max_sessions_per_user,
+        idle_timeout_seconds=idle_timeout,
         lease=lease,
         launcher=LauncherConfig(
             grace_seconds=grace_seconds, node_timeout_seconds=node_timeout, heartbeat_seconds=heartbeat,

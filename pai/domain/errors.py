@@ -106,11 +106,25 @@ class NoTaskRoleError(PaiError):
     status = 404
 
 
+class TooManySessionsError(PaiError):
+    """A user's interactive sessions (exec, tunnels) at the cluster's limit (``pai master --max-sessions-per-user``)."""
+
+    code = "TooManySessionsError"
+    status = 429
+
+
 class TaskNotRunningError(PaiError):
-    """A task that is not running, where only a running one will do (exec, ssh, a tunnel to its port)."""
+    """A task (or attempt) that must be running for the request (exec, tunnel, ssh) and is not."""
 
     code = "TaskNotRunningError"
     status = 409
+
+
+class NodeUnavailableError(PaiError):
+    """A node's agent that does not answer the master (for an exec, a tunnel): the task cannot be reached now."""
+
+    code = "NodeUnavailableError"
+    status = 502
 
 
 class NoTaskLogError(PaiError):

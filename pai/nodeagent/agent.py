@@ -140,6 +140,11 @@ class Agent:
         assert self._supervisor is not None, "the agent is not running"
         return self._supervisor
 
+    def _running(self, attempt_id: str) -> bool:
+        """Whether this node still runs the attempt (starting it counts); a follower of its log waits for the end."""
+        reports = self.supervisor.reports()
+        return any(r.attempt_id == attempt_id and r.status is ContainerStatus.RUNNING for r in reports)
+
     def request_stop(self) -> None:
         self._stop.set()
 
@@ -165,7 +170,8 @@ class Agent:
                                             lease=self._lease)
         metrics = NodeMetrics(cfg.name, self._resources, runtime, cfg.work_dir, lambda: dict(self.disk.failures),
                               self.epochs, lambda: self.masters.current)
-        log_server = LogServer(self.paths, cfg.address, cfg.log_port, cfg.token, metrics.render, runtime, self.log)
+        log_server = LogServer(self.paths, cfg.address, cfg.log_port, cfg.token, metrics.render, runtime, self.log,
+                               self._running)
         self.log_port = await log_server.start()
         self.ssh = SshEndpoints(runtime, self.paths, cfg.address, self.log)  # every running task's SSH endpoint
         await self.ssh.start()

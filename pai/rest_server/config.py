@@ -46,6 +46,10 @@ class MasterConfig:
     # agents' endpoints, by a process of its own on ``launcher_port``; 0: the embedded topology (one process)
     workers: int = 0
     launcher_port: int | None = None  # None: port + 2 (9188; the agents' log port is 9187)
+    # Interactive sessions (exec, tunnels; pai.rest_server.sessions): at most this many open per user, counted in the
+    # database across every API worker of every master; one with no traffic either way for this long is closed
+    max_sessions_per_user: int = 10
+    idle_timeout_seconds: float = 3600.0
 
     def advertised(self) -> str:
         """The base URL of this master's users' API: ``advertise_url``, else ``http://<this machine's name>:<port>``."""

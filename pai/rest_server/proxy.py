@@ -14,7 +14,6 @@ import logging
 from collections.abc import AsyncIterator
 
 from aiohttp import ClientError, ClientTimeout, web
-from multidict import CIMultiDict
 from yarl import URL
 
 from pai.domain.errors import PaiError, TaskPortUnreachableError
@@ -45,9 +44,9 @@ def prefix_of(request: web.Request) -> str:
     return "/".join(request.raw_path.partition("?")[0].split("/")[:6])
 
 
-def _dropped(headers: CIMultiDict[str]) -> set[str]:
-    """The headers that the ``Connection`` header names (hop-by-hop too)."""
-    return {token.strip().lower() for value in headers.getall("Connection", []) for token in value.split(",")}
+def _dropped(connection: list[str]) -> set[str]:
+    """The headers that ``Connection`` headers name (hop-by-hop too)."""
+    return {token.strip().lower() for value in connection for token in value.split(",")}
 
 
 def _without_pai_cookie(value: str) -> str:
@@ -55,26 +54,24 @@ def _without_pai_cookie(value: str) -> str:
     return ";".join(kept).strip()
 
 
-def upstream_headers(request: web.Request, *, websocket: bool = False) -> CIMultiDict[str]:
+def upstream_headers(request: web.Request, *, websocket: bool = False) -> list[tuple[str, str]]:
     """What the task is sent: the client's headers but hop-by-hop ones and pai's credentials, with X-Forwarded-*."""
-    incoming = CIMultiDict(request.headers)
-    drop = _NOT_RELAYED | _dropped(incoming)
-    out: CIMultiDict[str] = CIMultiDict()
-    for name, value in incoming.items():
+    drop = _NOT_RELAYED | _dropped(request.headers.getall("Connection", []))
+    out: list[tuple[str, str]] = []
+    for name, value in request.headers.items():
         lower = name.lower()
-        if lower in drop or (websocket and lower.startswith("sec-websocket-")):
+        if lower in drop or lower == "x-forwarded-for" or (websocket and lower.startswith("sec-websocket-")):
             continue
         if lower == "cookie":
             value = _without_pai_cookie(value)
             if not value:
                 continue
-        out.add(name, value)
+        out.append((name, value))
     forwarded_for = ", ".join(v for v in (request.headers.get("X-Forwarded-For"), request.remote) if v)
     if forwarded_for:
-        out["X-Forwarded-For"] = forwarded_for
-    out["X-Forwarded-Host"] = request.host
-    out["X-Forwarded-Proto"] = request.scheme
-    out["X-Forwarded-Prefix"] = prefix_of(request)
+        out.append(("X-Forwarded-For", forwarded_for))
+    out += [("X-Forwarded-Host", request.host), ("X-Forwarded-Proto", request.scheme),
+            ("X-Forwarded-Prefix", prefix_of(request))]
     return out
 
 
@@ -119,7 +116,7 @@ async def proxy(request: web.Request) -> web.StreamResponse:
         raise unreachable(target, e) from None
     async with upstream:
         resp = web.StreamResponse(status=upstream.status, reason=upstream.reason)
-        drop = HOP_BY_HOP | _dropped(CIMultiDict(upstream.headers))
+        drop = HOP_BY_HOP | _dropped(upstream.headers.getall("Connection", []))
         for name, value in upstream.headers.items():
             if name.lower() not in drop:
                 resp.headers.add(name, value)

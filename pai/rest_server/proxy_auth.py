@@ -44,10 +44,11 @@ def _unseal(request: web.Request, cookie: str) -> str | None:
 
 
 def proxy_credentials(request: web.Request) -> Credentials:
-    """The credentials of a proxied request: pai's Authorization header (Bearer or Basic), else the ``pai_proxy``
-    cookie; 401 without either (an ``Authorization`` of another scheme is the proxied app's own: the cookie rules)."""
+    """The credentials of a proxied request: ``Authorization: Bearer``, else the ``pai_proxy`` cookie, else
+    ``Authorization: Basic`` with an application token; 401 without any. Where the cookie is there, another
+    ``Authorization`` (Basic, Jupyter's ``token ...``) is the proxied app's own (and is not relayed either)."""
     scheme = request.headers.get("Authorization", "").partition(" ")[0].lower()
-    if scheme in ("bearer", "basic"):
+    if scheme == "bearer":
         return credentials(request)
     cookie = request.cookies.get(COOKIE)
     if cookie:
@@ -55,6 +56,8 @@ def proxy_credentials(request: web.Request) -> Credentials:
         if token is None:
             raise UnauthorizedUserError(f"the {COOKIE} cookie is not one this cluster gave; sign in again")
         return Credentials(token)
+    if scheme == "basic":
+        return credentials(request)
     raise UnauthorizedUserError("a task's port is reached with 'Authorization: Bearer <token>', or in a browser with "
                                 f"the {COOKIE} cookie that POST /api/v2/proxy/session sets (the dashboard's links "
                                 "do it for you)")

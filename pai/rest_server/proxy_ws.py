@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 
 from aiohttp import ClientError, ClientWebSocketResponse, ClientWSTimeout, WSMsgType, WSServerHandshakeError, web
-from multidict import CIMultiDict
 from yarl import URL
 
 from pai.domain.errors import TaskPortUnreachableError
@@ -29,7 +28,7 @@ def _protocols(request: web.Request) -> tuple[str, ...]:
                  if p.strip())
 
 
-async def relay_websocket(request: web.Request, url: URL, headers: CIMultiDict[str], target: TaskPort,
+async def relay_websocket(request: web.Request, url: URL, headers: list[tuple[str, str]], target: TaskPort,
                           limit: int) -> web.StreamResponse:
     try:
         upstream = await request.app[HTTP].ws_connect(

@@ -7,8 +7,10 @@ from aiohttp import web
 from pai.rest_server import (
     attempts,
     authn,
+    execrelay,
     groups,
     jobs,
+    logfollow,
     metrics,
     openapi,
     proxy,
@@ -101,7 +103,8 @@ _users: list[web.RouteDef] = [
     web.get(JOB + "/ssh/" + ssh.PRIVATE, ssh.private_key),
     web.get(JOB + "/ssh/" + ssh.PUBLIC, ssh.public_key),
     web.put(JOB + "/executionType", jobs.execution_type),
-    web.get(JOB + "/tasks/{role}/{index}/logs/{stream:stdout|stderr}", jobs.task_log),
+    web.get(JOB + "/tasks/{role}/{index}/logs/{stream:stdout|stderr}", logfollow.task_log),
+    web.get(JOB + "/tasks/{role}/{index}/exec", execrelay.exec_task),  # a WebSocket
     web.get(JOB + "/tasks/{role}/{index}/ports/{label}/tunnel", tunnel.tunnel),  # WebSocket <-> the task's port
     web.put(JOB + "/priority", vcs.put_priority),
     web.get("/api/v2/nodes", h.list_nodes),

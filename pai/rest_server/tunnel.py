@@ -1,30 +1,31 @@
 """``GET {job}/tasks/{role}/{index}/ports/{label}/tunnel``: a WebSocket relayed to a TCP connection to the task's
-labelled port (``pai port-forward``, ``pai ssh --proxy``).
+labelled port (``pai port-forward``, ``pai ssh --proxy``), as an interactive session (``pai.rest_server.sessions``:
+the job's owner or an admin, the task running, the user's limit of sessions, the idle timeout, a ``tunnel-started``
+and a ``tunnel-ended`` event in the job's history).
 
 Frames: BINARY both ways are the connection's bytes; the client may send TEXT ``{"type": "eof"}`` when its side has
 no more to send (the master half-closes the connection: the task reads EOF and may still answer). Closing either
 side closes the other: the task's connection ends, the WebSocket closes (1000); the WebSocket closes, the connection
-is closed. Refusals come before the upgrade, as JSON ``{code, message}``.
+is closed. When the platform ends the session (no traffic for the idle timeout, the caller's token revoked) the
+WebSocket closes with 1008 and the reason. Refusals come before the upgrade, as JSON ``{code, message}``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import logging
-import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from aiohttp import WSMsgType, web
+from aiohttp import WSCloseCode, WSMsgType, web
 
 from pai.domain.errors import InvalidParametersError, TaskPortUnreachableError
+from pai.launcher.interactive import TaskRef
 from pai.rest_server.keys import SERVICE, SOCKETS
-from pai.rest_server.service import Service, credentials
+from pai.rest_server.service import credentials
+from pai.rest_server.sessions import check_session, interactive
 from pai.rest_server.sockets import SHUTTING_DOWN
-from pai.rest_server.taskports import Tunnel, close_tunnel, open_tunnel, port_address
-
-log = logging.getLogger("pai.tunnel")
+from pai.rest_server.taskports import port_address, tunnel_port
 
 CHUNK = 64 * 1024  # read from the task's port at most this much a frame
 MAX_FRAME = 1 << 20  # a client's frame may not be larger
@@ -34,21 +35,29 @@ HEARTBEAT_SECONDS = 30.0  # pings find a client that went away without closing
 
 @dataclass(slots=True)
 class Traffic:
-    """Bytes relayed each way, and when the last one went (an idle timeout reads it)."""
+    """Bytes relayed each way (each one traffic for the idle timeout), and which side ended the relay."""
 
     to_task: int = 0
     from_task: int = 0
-    last: float = 0.0
+    ended: str = "the client closed the tunnel"
+    touch: Callable[[], None] = lambda: None
 
     def moved(self, n: int, *, to_task: bool) -> None:
         if to_task:
             self.to_task += n
         else:
             self.from_task += n
-        self.last = time.monotonic()
+        self.touch()
 
 
-async def _from_client(ws: web.WebSocketResponse, writer: asyncio.StreamWriter, traffic: Traffic) -> str:
+async def _from_client(ws: web.WebSocketResponse, writer: asyncio.StreamWriter, traffic: Traffic) -> None:
+    try:
+        await _client_frames(ws, writer, traffic)
+    except OSError as e:  # ConnectionError among them: the task's side broke
+        traffic.ended = f"the connection to the task broke: {e}"
+
+
+async def _client_frames(ws: web.WebSocketResponse, writer: asyncio.StreamWriter, traffic: Traffic) -> None:
     half_closed = False
     async for msg in ws:
         if msg.type is WSMsgType.BINARY and not half_closed:
@@ -59,8 +68,9 @@ async def _from_client(ws: web.WebSocketResponse, writer: asyncio.StreamWriter, 
             writer.write_eof()  # the task reads EOF; what it still sends comes back
             half_closed = True
         elif msg.type is WSMsgType.ERROR:
-            return f"the WebSocket failed: {ws.exception()}"
-    return "the client closed the tunnel"
+            traffic.ended = f"the WebSocket failed: {ws.exception()}"
+            return
+    traffic.ended = "the client closed the tunnel"
 
 
 def _is_eof(text: str) -> bool:
@@ -70,81 +80,49 @@ def _is_eof(text: str) -> bool:
         return False
 
 
-async def _from_task(ws: web.WebSocketResponse, reader: asyncio.StreamReader, traffic: Traffic) -> str:
-    while data := await reader.read(CHUNK):
-        await ws.send_bytes(data)
-        traffic.moved(len(data), to_task=False)
-    return "the task closed the connection"
-
-
-async def relay(ws: web.WebSocketResponse, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                traffic: Traffic) -> str:
-    """Relay until either side closes; both are closed when it returns why it ended."""
-    tasks = [asyncio.ensure_future(_from_client(ws, writer, traffic)),
-             asyncio.ensure_future(_from_task(ws, reader, traffic))]
+async def _from_task(ws: web.WebSocketResponse, reader: asyncio.StreamReader, traffic: Traffic) -> None:
     try:
-        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        first = done.pop()
-        reason = first.result() if not first.exception() else f"relay failed: {first.exception()}"
-    finally:
-        for t in tasks:
-            t.cancel()
-        for t in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await t
-        writer.close()
-        await ws.close()
-    return reason
-
-
-_ENDING: set[asyncio.Task[None]] = set()  # ends being recorded (a task is only weakly held by the loop)
-
-
-async def _record_end(service: Service, opened: Tunnel, started: float, traffic: Traffic, reason: str) -> None:
-    """The tunnel's end in the job's history and the log; recorded even when the handler is cancelled (aiohttp
-    cancels it once the client's connection is gone)."""
-    task = asyncio.ensure_future(_write_end(service, opened, started, traffic, reason))
-    _ENDING.add(task)
-    task.add_done_callback(_ENDING.discard)
-    await asyncio.shield(task)
-
-
-async def _write_end(service: Service, opened: Tunnel, started: float, traffic: Traffic, reason: str) -> None:
-    try:
-        await service(None, close_tunnel, opened, time.monotonic() - started, traffic.to_task, traffic.from_task,
-                      reason)
-    except Exception:  # the job may have been deleted meanwhile; the end is logged either way
-        log.exception("could not record the end of a tunnel job=%s", opened.target.key)
-    t = opened.target
-    log.info("tunnel closed job=%s task=%s label=%s user=%s to_task=%d from_task=%d reason=%s", t.key, t.task, t.label,
-             opened.user, traffic.to_task, traffic.from_task, reason)
+        while data := await reader.read(CHUNK):
+            await ws.send_bytes(data)
+            traffic.moved(len(data), to_task=False)
+    except OSError as e:  # the task's connection reset, or the client's gone mid-send
+        traffic.ended = f"the relay broke: {e}"
+        return
+    traffic.ended = "the task closed the connection"
 
 
 async def tunnel(request: web.Request) -> web.WebSocketResponse:
-    creds = credentials(request)
-    at = port_address(request)
+    creds, at = credentials(request), port_address(request)
+    ref = TaskRef(at.key, at.role, at.index)
+    target = await request.app[SERVICE](creds, tunnel_port, at)  # 403, 404 (naming the labels), 409: nothing opened
     ws = web.WebSocketResponse(max_msg_size=MAX_FRAME, heartbeat=HEARTBEAT_SECONDS)
     if not ws.can_prepare(request).ok:
+        await check_session(request, ref, kind="tunnel")  # 429 when the user has no room for one
         raise InvalidParametersError("Upgrade: a tunnel is a WebSocket (connect with Upgrade: websocket)",
                                      field="Upgrade")
-    service = request.app[SERVICE]
-    opened = await service(creds, open_tunnel, at)
-    t, traffic, started = opened.target, Traffic(last=time.monotonic()), time.monotonic()
-    try:
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(t.address, t.port), CONNECT_SECONDS)
-    except (OSError, TimeoutError) as e:
-        why = str(e) or type(e).__name__
-        await _record_end(service, opened, started, traffic, f"the task's port did not answer: {why}")
-        raise TaskPortUnreachableError(f"port {t.label} ({t.address}:{t.port}) of task {t.task} of job {t.key} "
-                                       f"did not take the connection: {why}") from None
-    log.info("tunnel opened job=%s task=%s label=%s node=%s user=%s", t.key, t.task, t.label, t.node, opened.user)
-    sockets, reason = request.app[SOCKETS], "the client's connection ended"  # aiohttp cancels the handler then
-    try:
-        await ws.prepare(request)
-        sockets.add(ws)
-        reason = await relay(ws, reader, writer, traffic)
-        reason = SHUTTING_DOWN if sockets.closing else reason
-    finally:
-        writer.close()
-        await _record_end(service, opened, started, traffic, reason)
+    sockets, traffic = request.app[SOCKETS], Traffic()
+    async with interactive(request, ref, kind="tunnel", detail=f"port {at.label} ({target.port})") as session:
+        traffic.touch = session.touch
+        port = session.task.ports.get(at.label, (target.port,))[0]
+        try:
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(session.task.address, port),
+                                                    CONNECT_SECONDS)
+        except (OSError, TimeoutError) as e:
+            why = str(e) or type(e).__name__
+            session.reason = f"the task's port did not answer: {why}"
+            raise TaskPortUnreachableError(f"port {at.label} ({session.task.address}:{port}) of task {ref.name} of "
+                                           f"job {ref.key} did not take the connection: {why}") from None
+        reason = "the client's connection ended"  # unless the relay ends first: aiohttp cancels the handler then
+        try:
+            await ws.prepare(request)
+            sockets.add(ws)
+            ended = await session.until_ended(_from_client(ws, writer, traffic), _from_task(ws, reader, traffic))
+            if ended is not None:  # the platform's: idle, or the caller may no longer
+                await ws.close(code=WSCloseCode.POLICY_VIOLATION, message=ended[1][:120].encode())
+            reason = ended[1] if ended is not None else traffic.ended
+        finally:
+            writer.close()
+            await ws.close()
+            reason = SHUTTING_DOWN if sockets.closing else reason
+            session.reason = f"{reason} ({traffic.to_task} bytes to the task, {traffic.from_task} from it)"
     return ws

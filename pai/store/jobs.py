@@ -168,6 +168,10 @@ def get_job_by_id(s: Session, job_id: str) -> Job:
     return _to_job(_one(s, _select_jobs().where(JobRow.id == job_id), job_id))
 
 
+def job_exists(s: Session, job_id: str) -> bool:
+    return s.scalar(select(JobRow.id).where(JobRow.id == job_id)) is not None
+
+
 def get_config_text(s: Session, key: str) -> str:
     """The job as it was submitted (YAML or JSON text), its secrets' values masked."""
     user, name = split_key(key)

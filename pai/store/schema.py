@@ -274,7 +274,6 @@ class LeaseRow(Base):
     expires_at: Mapped[float]
 
 
-metadata = Base.metadata
 
 
 class MasterRow(Base):
@@ -298,3 +297,22 @@ class GenerationRow(Base):
 
     name: Mapped[str] = mapped_column(Text, primary_key=True)  # "accounts", "cluster"
     value: Mapped[int] = mapped_column(BigInteger)
+
+
+class InteractiveSessionRow(Base):
+    """An open interactive session (exec, a tunnel) of a user in a task (pai.store.sessions): refreshed while it lives,
+    deleted when it ends; one not refreshed lately is not counted (its API worker died)."""
+
+    __tablename__ = "interactive_sessions"
+    __table_args__ = (Index(None, "user_name", "seen_at"),)
+
+    id: Mapped[str] = mapped_column(primary_key=True)
+    user_name: Mapped[str]
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    kind: Mapped[str] = mapped_column(String(16))  # exec, tunnel
+    detail: Mapped[str] = mapped_column(Text)  # the command, the port
+    opened_at: Mapped[float]
+    seen_at: Mapped[float]
+
+
+metadata = Base.metadata

@@ -35,6 +35,7 @@ from tests.e2e.harness import Cluster, cluster, stop_process, wait_for
 from tests.e2e.test_dashboard import CHROMIUM, _playwright
 
 APP = Path(__file__).resolve().parent / "taskports_app.py"
+NODE_ADDRESS = "127.0.0.28"  # an address of its own: the task's ports are there
 BOB = ("bob", "bob-password")
 
 
@@ -52,7 +53,7 @@ def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     config = tmp / "cluster.json"
     config.write_text(json.dumps({"access": {"jobsReadableByAll": False}}))
     with database_url(request.param, tmp) as url, cluster(
-            tmp, url, [("node-a", "127.0.0.2", 4)],
+            tmp, url, [("node-a", NODE_ADDRESS, 4)],
             master_args=("--proxy-max-body-mb", "1", "--vc-config", str(config))) as c:
         c.api.create_user({"username": BOB[0], "password": BOB[1]})
         c.submit(ports_job("ports", f"exec {sys.executable} {APP}"))
@@ -120,8 +121,10 @@ def test_a_websocket_through_the_proxy_and_a_tunnel(served: Cluster) -> None:
                 return text, msg.data
 
     assert asyncio.run(talk()) == ("echo: hi", b"through the tunnel")
-    kinds = [e["reason"] for e in c.api.http.json("GET", "/api/v2/jobs/admin~ports/events")["data"]]
-    assert "tunnel-opened" in kinds
+    def kinds() -> set[str]:
+        return {e["reason"] for e in c.api.http.json("GET", "/api/v2/jobs/admin~ports/events")["data"]}
+
+    wait_for("the tunnel's events", lambda: {"tunnel-started", "tunnel-ended"} <= kinds(), 10)
 
 
 def test_refusals(served: Cluster) -> None:

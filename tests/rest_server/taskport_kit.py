@@ -41,7 +41,7 @@ async def placed(api: Api, name: str, labels: tuple[str, ...] = ("web",)) -> dic
         t = detail["taskRoles"]["w"]["taskStatuses"][0]
         return dict(t) if t["containerId"] else None
 
-    return await eventually(task, what=f"admin~{name} placed")
+    return await eventually(task, timeout=30, what=f"admin~{name} placed")
 
 
 async def running(api: Api, name: str, labels: tuple[str, ...] = ("web",)) -> dict[str, int]:
@@ -55,7 +55,7 @@ async def running(api: Api, name: str, labels: tuple[str, ...] = ("web",)) -> di
         _, detail = await api.call("GET", f"/api/v2/jobs/admin~{name}")
         return bool(detail["taskRoles"]["w"]["taskStatuses"][0]["taskState"] == "RUNNING")
 
-    await eventually(started, what=f"admin~{name}'s task RUNNING")
+    await eventually(started, timeout=30, what=f"admin~{name}'s task RUNNING")
     return {label: int(p) for label, p in task["containerPorts"].items()}
 
 

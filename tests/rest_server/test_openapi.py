@@ -27,10 +27,11 @@ from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
 
 from pai.launcher import cluster
-from pai.rest_server.keys import DB, LAUNCHER
+from pai.rest_server.keys import CONFIG, DB, LAUNCHER
 from pai.rest_server.openapi import document
 from pai.rest_server.routes import PYLON, routes
-from pai.store import users
+from pai.store import jobs as store_jobs
+from pai.store import sessions, users
 from tests.rest_server.conftest import ADMIN_PASSWORD, AGENT_TOKEN, Api
 
 DOC = document()
@@ -195,6 +196,16 @@ class World:
                 return
             await asyncio.sleep(0.05)
         raise AssertionError(f"admin~r's task never started: {detail}")
+
+    async def _full(self) -> None:
+        """admin has as many interactive sessions open as the master allows (their rows, as API workers keep them)."""
+        await self.setup("listening")
+        app = self.api.client.app
+        with app[DB].session() as s:
+            job_id = store_jobs.get_job(s, "admin~r").id
+            for i in range(app[CONFIG].max_sessions_per_user):
+                sessions.open_session(s, sessions.OpenSession(f"s{i}", "admin", job_id, "tunnel", "port http"),
+                                      limit=app[CONFIG].max_sessions_per_user, stale_after=30)
 
     async def _log_server(self) -> None:
         """Node n1, with a log server (as an agent runs) that has every log."""
@@ -515,6 +526,10 @@ def _job_reads() -> Iterator[Case]:
                note="index")
     yield case(logs, 404, "/api/v2/jobs/admin~j/tasks/w/0/logs/stdout", "NoTaskLogError", setup=mine,
                note="no attempt yet")
+    yield case(logs, 404, "/api/v2/jobs/admin~j/tasks/nosuch/0/logs/stdout?follow=true", "NoTaskRoleError",
+               setup=mine, note="no such role")
+    yield case(logs, 400, "/api/v2/jobs/admin~j/tasks/w/0/logs/stdout?follow=true&since=yesterday",
+               "InvalidParametersError", note="since")
 
 
 def _job_changes() -> Iterator[Case]:
@@ -622,6 +637,7 @@ def _task_ports() -> Iterator[Case]:
     yield case(tunnel, 409, url.format("j", "w", 0, "http"), "TaskNotRunningError", setup=("job",), websocket=True)
     yield case(tunnel, 502, url.format("r", "w", 0, "ssh"), "TaskPortUnreachableError", setup=("listening",),
                websocket=True)
+    yield case(tunnel, 429, url.format("r", "w", 0, "http"), "TooManySessionsError", setup=("full",), websocket=True)
     yield case("POST /api/v2/proxy/session", 200)
     yield case("DELETE /api/v2/proxy/session", 200, as_="none")
 

@@ -203,6 +203,8 @@ async def test_a_browser_s_cookie_session(proxied: tuple[Api, TaskApp]) -> None:
     async with api.client.ws_connect(PREFIX + "/ws", headers=jar) as ws:
         cookies = json.loads((await ws.receive(timeout=10)).data)["cookies"]
         assert cookies["theirs"] == "1" and "pai_proxy" not in cookies
+    resp = await api.client.get(PREFIX + "/page", headers={**jar, "Authorization": "Basic YXBwOnVzZXI="})
+    assert resp.status == 200  # the app's own Basic credentials (not relayed either): the cookie decides
     resp = await api.client.get(PREFIX + "/page", headers={"Cookie": "pai_proxy=forged"})
     assert (resp.status, (await resp.json())["code"]) == (401, "UnauthorizedUserError")
     resp = await api.client.delete("/api/v2/proxy/session")
