@@ -9,6 +9,9 @@ from pai.cli.execute import exec_command
 from pai.cli.jobs import job, list_jobs, logs, stop
 from pai.cli.masters import masters
 from pai.cli.nodes import cordon, nodes, uncordon
+from pai.cli.portforward import port_forward
+from pai.cli.ssh import ssh
+from pai.cli.sshkeys import ssh_key
 from pai.cli.submit import submit
 from pai.cli.users import group, user
 
@@ -19,8 +22,8 @@ def cli() -> None:
     """pai: submit and watch jobs on a pai (OpenPAI-compatible) cluster."""
 
 
-for command in (login, logout, submit, list_jobs, job, logs, stop, exec_command, nodes, masters, cordon, uncordon, user,
-                group):
+for command in (login, logout, submit, list_jobs, job, logs, stop, exec_command, port_forward, ssh, ssh_key, nodes,
+                masters, cordon, uncordon, user, group):
     cli.add_command(command)
 
 

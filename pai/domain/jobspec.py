@@ -50,6 +50,16 @@ class RegistryAuth:
 
 
 @dataclass(frozen=True, slots=True)
+class SshPlugin:
+    """OpenPAI's ``ssh`` runtime plugin as a role asks for it: ``jobssh`` (the job's key pair and OpenPAI's ``~/.ssh``
+    layout in its tasks, so that they reach each other as ``<role>-<index>``) and ``userssh`` (public keys of the
+    ``custom`` type, let into its tasks)."""
+
+    job_ssh: bool = False
+    user_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class TaskRoleSpec:
     name: str
     instances: int
@@ -65,6 +75,7 @@ class TaskRoleSpec:
     image_auth: RegistryAuth | None = None
     # labels a task's node must carry (label -> value): the role's extras selector merged over the job's
     node_selector: dict[str, str] = field(default_factory=dict)
+    ssh: SshPlugin | None = None  # the role's ssh runtime plugin; None: it has none
 
     @property
     def total(self) -> Resources:
@@ -105,6 +116,14 @@ class JobSpec:
     # A spec read from the store: its secrets, and the commands and image auth rendered from them, are masked
     # (SECRET_MASK) and this opaque token holds them, encrypted (pai.store.sealing). None: they are in clear here.
     sealed: str | None = field(default=None, repr=False)
+    # The job's SSH key pair (OpenSSH lines), made at submission for a job whose roles use the ssh plugin ("": none).
+    # The private key is sealed with the secrets: a spec read from the store has "" here until a task starts.
+    ssh_public_key: str = ""
+    ssh_private_key: str = field(default="", repr=False)
+
+    @property
+    def uses_ssh_plugin(self) -> bool:
+        return any(r.ssh is not None for r in self.task_roles)
 
     def role(self, name: str) -> TaskRoleSpec:
         for r in self.task_roles:

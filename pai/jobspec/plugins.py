@@ -1,4 +1,5 @@
-"""OpenPAI's runtime plugins in a v2 job: the ``cmd`` plugin is run, the others are reported as not run.
+"""OpenPAI's runtime plugins in a v2 job: the ``cmd`` plugin is run, ``ssh`` is honoured by the agents' SSH endpoints
+(:mod:`pai.jobspec.sshplugin`), the others are reported as not run.
 
 Where a plugin comes from, as openpai-runtime's ``initializer.py`` collects them for a task of role R: first the
 prerequisites R lists in ``taskRoles.R.prerequisites`` (in that order; a name means the last prerequisite of that
@@ -20,10 +21,13 @@ from typing import Any
 
 from pai.domain.errors import InvalidProtocolError
 from pai.domain.jobspec import SpecWarning
+from pai.jobspec import sshbarrier
 
 PREFIX = "com.microsoft.pai.runtimeplugin"
 CMD = "cmd"
+SSH = "ssh"
 RUN_ELSEWHERE = frozenset({"teamwise_storage"})  # extras plugins pai honours outside this module (storages)
+HONOURED = frozenset({SSH})  # plugins honoured outside this module wherever they are named (pai.jobspec.sshplugin)
 EVENTS = {"taskStarts": 0, "taskSucceeds": 1}
 _NOT_PARAMETERS = frozenset({"plugin", "failurePolicy", "type"})
 _INFORMATIONAL = frozenset({"name", "uri", "require", "protocolVersion", "version", "contributor", "description"})
@@ -33,7 +37,7 @@ Render = Callable[[str, str], str]  # (command, field path) -> rendered command
 
 
 @dataclass(frozen=True, slots=True)
-class _Plugin:
+class Plugin:
     path: str  # the prerequisite or extras entry it comes from
     name: str  # the short name (cmd, ssh, ...); "" for a plugin that is not a runtime plugin
     spelled: str  # as the job wrote it
@@ -43,10 +47,15 @@ class _Plugin:
 
 
 def wrap(command: str, role_name: str, role: dict[str, Any], config: dict[str, Any], render: Render) -> str:
-    """The role's ``command`` with its ``cmd`` plugins' commands around it (unchanged when it has none)."""
+    """The role's ``command`` with its ``cmd`` plugins' commands around it, and the ``ssh`` plugins' barrier
+    (:mod:`pai.jobspec.sshbarrier`) in its plugin's place (unchanged when it has none)."""
     pre: list[str] = []
     post: list[str] = []
-    for plugin in _plugins(role_name, role, config):
+    gang = (config.get("extras") or {}).get("gangAllocation", True) is not False
+    for plugin in plugins_of(role_name, role, config):
+        if plugin.name == SSH and sshbarrier.wanted(plugin.parameters, gang):
+            lines = sshbarrier.barrier(plugin.parameters, plugin.params_path, config)
+            pre.append(_script(lines, plugin.ignore_failures))
         if plugin.name != CMD:
             continue
         before, after = _cmd_commands(plugin, render)
@@ -65,13 +74,16 @@ def plugin_warnings(config: dict[str, Any]) -> list[SpecWarning]:
     found: dict[str, SpecWarning] = {}
     roles: dict[str, dict[str, Any]] = config.get("taskRoles") or {}
     for role_name, role in roles.items():
-        for plugin in _plugins(role_name, role, config):
+        for plugin in plugins_of(role_name, role, config):
             if plugin.name == CMD:
                 for warning in _cmd_warnings(plugin):
                     found.setdefault(warning.field, warning)
+            elif plugin.name in HONOURED:
+                continue
             elif plugin.name not in RUN_ELSEWHERE or plugin.path.startswith("prerequisites"):
                 where = f"{plugin.path}.plugin"
-                runs = f"{PREFIX}.{CMD}" if plugin.path.startswith("prerequisites") else "cmd and teamwise_storage"
+                runs = (f"{PREFIX}.{CMD} and {PREFIX}.{SSH}" if plugin.path.startswith("prerequisites")
+                        else "cmd, ssh and teamwise_storage")
                 found.setdefault(where, SpecWarning(
                     where, f"plugin {plugin.spelled!r} is not run on this cluster (pai runs {runs})"))
     for warning in _never_run(config, roles):
@@ -107,7 +119,7 @@ def check_role_prerequisites(roles: dict[str, dict[str, Any]], items: list[dict[
                 raise InvalidProtocolError(f"{where}: {name!r} names no prerequisite", field=where)
 
 
-def _plugins(role_name: str, role: dict[str, Any], config: dict[str, Any]) -> Iterator[_Plugin]:
+def plugins_of(role_name: str, role: dict[str, Any], config: dict[str, Any]) -> Iterator[Plugin]:
     by_name = {item["name"]: (i, item) for i, item in enumerate(config.get("prerequisites") or [])}
     for name in role.get("prerequisites") or []:
         i, item = by_name[name]
@@ -116,21 +128,21 @@ def _plugins(role_name: str, role: dict[str, Any], config: dict[str, Any]) -> It
             short = spelled[len(PREFIX) + 1:] if spelled.startswith(PREFIX + ".") else ""
             params = {k: v for k, v in item.items() if k not in _NOT_PARAMETERS}
             path = f"prerequisites[{i}]"
-            yield _Plugin(path, short, spelled, _ignores(item), params, path)
+            yield Plugin(path, short, spelled, _ignores(item), params, path)
     extras: dict[str, Any] = config.get("extras") or {}
     for i, entry in enumerate(extras.get(PREFIX) or []):
         if "taskroles" in entry and role_name not in entry["taskroles"]:
             continue
         path = f"extras.{PREFIX}[{i}]"
         params = entry.get("parameters") or {}
-        yield _Plugin(path, str(entry["plugin"]), str(entry["plugin"]), _ignores(entry), params, f"{path}.parameters")
+        yield Plugin(path, str(entry["plugin"]), str(entry["plugin"]), _ignores(entry), params, f"{path}.parameters")
 
 
 def _ignores(entry: dict[str, Any]) -> bool:
     return str(entry.get("failurePolicy", "fail")).lower() == "ignore"
 
 
-def _cmd_commands(plugin: _Plugin, render: Render) -> tuple[list[str], list[str]]:
+def _cmd_commands(plugin: Plugin, render: Render) -> tuple[list[str], list[str]]:
     """``(pre, post)`` commands of a ``cmd`` plugin, rendered."""
     params, path = plugin.parameters, plugin.params_path
     if "callbacks" not in params:
@@ -149,7 +161,7 @@ def _cmd_commands(plugin: _Plugin, render: Render) -> tuple[list[str], list[str]
     return hooks
 
 
-def _cmd_warnings(plugin: _Plugin) -> Iterator[SpecWarning]:
+def _cmd_warnings(plugin: Plugin) -> Iterator[SpecWarning]:
     path, params = plugin.params_path, plugin.parameters
     for i, callback in enumerate(params.get("callbacks") or []):
         if callback["event"] not in EVENTS:

@@ -13,6 +13,7 @@ from typing import Any
 from pai.domain.jobspec import SpecWarning
 from pai.jobspec.plugins import PREFIX, plugin_warnings
 from pai.jobspec.schema import ProtocolVersion
+from pai.jobspec.sshplugin import ssh_warnings
 
 HIVED = "hivedScheduler"
 _EXTRAS = {
@@ -31,7 +32,7 @@ def unhonoured(config: dict[str, Any], version: ProtocolVersion) -> tuple[SpecWa
     """The warnings of a schema-valid, normalized spec, in document order."""
     found = [*_top_level(config, version), *_extras(config.get("extras") or {}, version)]
     if version is ProtocolVersion.V2:
-        found += [*_v2_roles(config), *_prerequisites(config), *plugin_warnings(config)]
+        found += [*_v2_roles(config), *_prerequisites(config), *plugin_warnings(config), *ssh_warnings(config)]
     return tuple(found)
 
 

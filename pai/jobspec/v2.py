@@ -12,6 +12,7 @@ from pai.domain.resources import Resources
 from pai.jobspec.checks import require_shm_within_memory, require_unique, whole, whole_or_none
 from pai.jobspec.extras import Extras
 from pai.jobspec.plugins import Render, check_role_prerequisites, wrap
+from pai.jobspec.sshplugin import role_ssh
 from pai.jobspec.storages import requested_mounts
 from pai.jobspec.template import MAX_RENDERED, render
 
@@ -145,6 +146,7 @@ def _role(
         task_retry_count=whole(role.get("taskRetryCount", 0)),
         gpu_type=gpu_type,
         image_auth=auths.get(refs["dockerimage"]["name"]),
+        ssh=role_ssh(name, role, config),
     )
 
 

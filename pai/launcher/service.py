@@ -24,7 +24,7 @@ from pai.domain.node import Node, NodeState
 from pai.domain.resources import Resources
 from pai.domain.storage import Storage
 from pai.domain.timing import FULL_PASS_SECONDS, GRACE_SECONDS
-from pai.launcher import cluster, localpaths, logs, storages
+from pai.launcher import cluster, localpaths, logs, sshaccess, storages
 from pai.launcher.access import require_owner_or_admin
 from pai.launcher.accounts import Accounts
 from pai.launcher.binding import BindingError, bind_task, ledgers
@@ -183,6 +183,7 @@ class Launcher:
                     field="virtualCluster",
                 )
             job = replace(job, spec=pathvars.bind(spec, user, cluster.default_fs(s)))  # v1's $PAI_USER_NAME, ...
+            job = replace(job, spec=sshaccess.with_key_pair(job.spec, job.key))  # the ssh plugin's, sealed
             if spec.storages:  # resolved against the storages as they are now
                 job = replace(job, spec=storages.resolve(s, job.spec, owner))
             localpaths.require_allowed(job.spec, localpaths.roots_for(clu.local_paths, owner),
@@ -471,6 +472,8 @@ class Launcher:
             registry_auth=None if role.image_auth is None else RegistryCredentials(
                 role.image_auth.username, role.image_auth.password, role.image_auth.registry),
             secrets=spec.secrets,
+            ssh=sshaccess.access_for(job, task, spec,
+                                     sshaccess.extension_keys(store_users.extension_of(s, job.user))),
         )
 
     def _local_roots(self, s: Session, job: Job) -> tuple[str, ...] | None:

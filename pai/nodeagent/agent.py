@@ -43,6 +43,7 @@ from pai.nodeagent.paths import AgentPaths
 from pai.nodeagent.process_runtime import ProcessRuntime
 from pai.nodeagent.resources import NodeResources, Nvml, detect
 from pai.nodeagent.runtime import Runtime
+from pai.nodeagent.sshd import SshEndpoints
 from pai.nodeagent.supervisor import DEFAULT_RETENTION_SECONDS, Supervisor
 from pai.protocol import (
     ContainerReport,
@@ -132,6 +133,7 @@ class Agent:
         self._fence_at = 0.0  # time.monotonic() past which, without a reply, the tasks are stopped
         self.fenced = False  # the tasks were stopped for want of the master; cleared by the next reply
         self.problems: tuple[str, ...] = ()  # the node's health problems, sent with every request
+        self.ssh: SshEndpoints | None = None
 
     @property
     def supervisor(self) -> Supervisor:
@@ -171,6 +173,8 @@ class Agent:
         log_server = LogServer(self.paths, cfg.address, cfg.log_port, cfg.token, metrics.render, runtime, self.log,
                                self._running)
         self.log_port = await log_server.start()
+        self.ssh = SshEndpoints(runtime, self.paths, cfg.address, self.log)  # every running task's SSH endpoint
+        await self.ssh.start()
         # a master that does not answer (frozen) costs a whole timeout: several must fit in the fencing window
         self._client = MasterClient(self.masters.current, cfg.token,
                                     min(cfg.request_timeout_seconds, self.node_timeout_seconds / 5))
@@ -184,7 +188,7 @@ class Agent:
                         max_task_bytes=cfg.max_task_log_bytes)
         tasks = [asyncio.create_task(self._loop()), asyncio.create_task(self._fence_watch()),
                  asyncio.create_task(self._health_watch(health)), asyncio.create_task(logs.run(cfg.log_cap_seconds)),
-                 asyncio.create_task(self._channel_watch())]
+                 asyncio.create_task(self._channel_watch()), asyncio.create_task(self.ssh.run(self.supervisor.reports))]
         try:
             await self._stop.wait()
         finally:
@@ -390,6 +394,8 @@ class Agent:
 
     def _on_exit(self, report: ContainerReport) -> None:
         self._wake.set()
+        if self.ssh is not None:
+            self.ssh.poke()  # its endpoint closes now
 
     async def _shutdown(self, runtime: Runtime, log_server: LogServer) -> None:
         if self.config.kill_on_exit:
@@ -404,6 +410,8 @@ class Agent:
                 self._watchdog.terminate()
                 await asyncio.to_thread(self._watchdog.wait)
         await log_server.close()  # first: its exec sessions end while the runtime can still kill them
+        if self.ssh is not None:
+            await self.ssh.close()  # so do the SSH sessions
         await self.supervisor.close()
         await runtime.close()
         await self._master.close()

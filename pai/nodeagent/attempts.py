@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from pai.nodeagent import attempt_record, diskguard, jobsecrets
+from pai.nodeagent import attempt_record, diskguard, jobsecrets, sshlayout
 from pai.nodeagent.attempt_record import AttemptRecord
 from pai.nodeagent.diskguard import DiskGuard
 from pai.nodeagent.logfmt import BoundLogger, bind
@@ -65,12 +65,13 @@ class AttemptBook(Generic[A]):
         return attempt
 
     def finish(self, attempt: A, record: AttemptRecord) -> None:
-        """The attempt ended as ``record`` says (or as the node's disk makes it): kept on disk (its secrets
-        removed), then reported."""
+        """The attempt ended as ``record`` says (or as the node's disk makes it): kept on disk (its secrets and
+        SSH keys removed), then reported."""
         record = self._judge(record)
         attempt.record = record
         self.save(record)
         jobsecrets.remove(Path(record.workdir))
+        sshlayout.remove(Path(record.workdir))
         attempt.finished.set()
         self.log.info("attempt exited", extra=fields(record) | {"exit_code": record.exit_code})
         if self._on_exit is not None:

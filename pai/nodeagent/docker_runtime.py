@@ -34,7 +34,7 @@ import docker
 import docker.errors
 from docker.types import DeviceRequest, Mount
 
-from pai.nodeagent import attempt_record, jobsecrets, pull
+from pai.nodeagent import attempt_record, jobsecrets, pull, sshlayout
 from pai.nodeagent.attempt_record import AttemptRecord, exit_reason_of
 from pai.nodeagent.attempts import Attempt, AttemptBook, fields
 from pai.nodeagent.diskguard import DiskGuard
@@ -42,7 +42,7 @@ from pai.nodeagent.docker_exec import DockerExec
 from pai.nodeagent.logfmt import BoundLogger
 from pai.nodeagent.paths import check_attempt_id
 from pai.nodeagent.runtime import ExitListener, TaskUsage
-from pai.nodeagent.taskexec import AttemptNotRunning, ExecRequest, ExecSession, NoSuchAttempt
+from pai.nodeagent.taskexec import AttemptNotRunning, ExecRequest, ExecSession, NoSuchAttempt, TaskFiles
 from pai.protocol import ContainerReport, PlatformExit, StartTask
 
 CODE, WORK, LOGS = "/pai/code", "/pai/work", "/pai/log"
@@ -192,6 +192,23 @@ class DockerRuntime:
                 raise AttemptNotRunning(attempt_id, _short(e)) from e
             raise
 
+    async def files(self, attempt_id: str) -> TaskFiles:
+        """The container's root file system through its first process (``/proc/<pid>/root``: this agent must see
+        the engine's processes), from the container's working directory."""
+        attempt = self._attempts.get(attempt_id)
+        if attempt is None:
+            raise NoSuchAttempt(attempt_id)
+        if attempt.finished.is_set() or not attempt.record.running or attempt.container_id is None:
+            raise AttemptNotRunning(attempt_id)
+        try:
+            found = await asyncio.to_thread(self._client.api.inspect_container, attempt.container_id)
+        except docker.errors.NotFound as e:
+            raise AttemptNotRunning(attempt_id, "its container is gone") from e
+        pid = int(found["State"].get("Pid") or 0)
+        if pid <= 0:
+            raise AttemptNotRunning(attempt_id, "its container is not running")
+        return TaskFiles(f"/proc/{pid}/root", found["Config"].get("WorkingDir") or "/")
+
     async def close(self) -> None:
         self._closed.set()
         if self._events is not None:
@@ -220,6 +237,10 @@ class DockerRuntime:
             secrets = jobsecrets.write(workdir, cmd.secrets)
             mounts.append(Mount(jobsecrets.CONTAINER_DIR, str(secrets), type="bind", read_only=True))
             env[jobsecrets.ENV] = jobsecrets.CONTAINER_DIR
+        ssh_dir = sshlayout.prepare(cmd, workdir, sshlayout.CONTAINER_DIR)  # the SSH endpoint's keys; jobssh's ~/.ssh
+        if ssh_dir is not None:
+            mounts.append(Mount(sshlayout.CONTAINER_DIR, str(ssh_dir), type="bind"))
+            env[sshlayout.ENV] = sshlayout.CONTAINER_DIR
         requests = [DeviceRequest(device_ids=gpus.split(","), capabilities=[["gpu"]])] if gpus and self._gpu_devices \
             else None
         memory = f"{cmd.resources.memory_mb}m"

@@ -24,14 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pai.nodeagent import attempt_record, jobsecrets, process_exec, process_group
+from pai.nodeagent import attempt_record, jobsecrets, process_exec, process_group, sshlayout
 from pai.nodeagent.attempt_record import AttemptRecord, exit_code_of, exit_reason_of
 from pai.nodeagent.attempts import Attempt, AttemptBook, fields
 from pai.nodeagent.diskguard import DiskGuard
 from pai.nodeagent.logfmt import BoundLogger
 from pai.nodeagent.paths import check_attempt_id
 from pai.nodeagent.runtime import ExitListener, TaskUsage
-from pai.nodeagent.taskexec import AttemptNotRunning, ExecRequest, ExecSession, NoSuchAttempt, exec_env
+from pai.nodeagent.taskexec import AttemptNotRunning, ExecRequest, ExecSession, NoSuchAttempt, TaskFiles, exec_env
 from pai.protocol import ContainerReport, StartTask
 
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -109,6 +109,9 @@ class ProcessRuntime:
             workdir.mkdir(parents=True, exist_ok=True)
             if cmd.secrets is not None:
                 env[jobsecrets.ENV] = str(jobsecrets.write(workdir, cmd.secrets))
+            ssh_dir = sshlayout.prepare(cmd, workdir)  # the SSH endpoint's keys, the ~/.ssh layout of jobssh
+            if ssh_dir is not None:
+                env[sshlayout.ENV] = str(ssh_dir)
             with open(workdir / "stdout.log", "ab") as out, open(workdir / "stderr.log", "ab") as err:
                 proc = subprocess.Popen(
                     ["sh", "-c", _RECORD_EXIT, "pai-task", cmd.command, str(workdir / EXIT_CODE_FILE)],
@@ -170,6 +173,25 @@ class ProcessRuntime:
     async def exec(self, attempt_id: str, req: ExecRequest) -> ExecSession:
         """``req`` with the environment and working directory the attempt's command was started with, read from
         its first process (so also for an attempt re-adopted after a restart), as this agent's user."""
+        env, cwd = self._context(attempt_id)
+        session = await process_exec.ProcessExec.start(req, {**env, **exec_env(req)}, req.cwd or cwd)
+        self._execs.setdefault(attempt_id, weakref.WeakSet()).add(session)
+        return session
+
+    async def files(self, attempt_id: str) -> TaskFiles:
+        """The host's file system, from the task's working directory (the task runs on the host, as this user)."""
+        _, cwd = self._context(attempt_id)
+        return TaskFiles("/", cwd)
+
+    async def close(self) -> None:
+        for task in list(self._watchers):
+            task.cancel()
+        for task in list(self._watchers):
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    def _context(self, attempt_id: str) -> tuple[dict[str, str], str]:
+        """The running attempt's environment and working directory (NoSuchAttempt, AttemptNotRunning)."""
         attempt = self._attempts.get(attempt_id)
         if attempt is None:
             raise NoSuchAttempt(attempt_id)
@@ -179,17 +201,7 @@ class ProcessRuntime:
             context = process_exec.task_context(record.pid, record.start_ticks)
         if context is None:
             raise AttemptNotRunning(attempt_id, "exited" if not record.running else "ending")
-        env, cwd = context
-        session = await process_exec.ProcessExec.start(req, {**env, **exec_env(req)}, req.cwd or cwd)
-        self._execs.setdefault(attempt_id, weakref.WeakSet()).add(session)
-        return session
-
-    async def close(self) -> None:
-        for task in list(self._watchers):
-            task.cancel()
-        for task in list(self._watchers):
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        return context
 
     def process_group(self, attempt_id: str) -> int | None:
         """The process group of a known attempt (for operators and tests)."""

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Protocol
 
 from pai.nodeagent.attempt_record import AttemptRecord
-from pai.nodeagent.taskexec import ExecRequest, ExecSession
+from pai.nodeagent.taskexec import ExecRequest, ExecSession, TaskFiles
 from pai.protocol import ContainerReport, StartTask
 
 ExitListener = Callable[[ContainerReport], None]
@@ -42,6 +42,7 @@ class Runtime(Protocol):
     - ``forget`` drops an exited attempt (its logs stay on disk).
     - ``exec`` starts a command inside a running attempt (``pai.nodeagent.taskexec``): its environment, working
       directory and user; raises ``NoSuchAttempt`` or ``AttemptNotRunning``.
+    - ``files`` says where a running attempt's files are (``TaskFiles``, for SFTP); raises as ``exec`` does.
     - ``close`` releases the runtime's own resources; it does not stop running attempts.
     """
 
@@ -60,5 +61,7 @@ class Runtime(Protocol):
     def forget(self, attempt_id: str) -> None: ...
 
     async def exec(self, attempt_id: str, req: ExecRequest) -> ExecSession: ...
+
+    async def files(self, attempt_id: str) -> TaskFiles: ...
 
     async def close(self) -> None: ...

@@ -24,6 +24,7 @@ __all__ = [
     "ExecRequest",
     "ExecSession",
     "NoSuchAttempt",
+    "TaskFiles",
     "command",
     "exec_env",
 ]
@@ -103,3 +104,13 @@ def command(req: ExecRequest) -> tuple[str, ...]:
 def exec_env(req: ExecRequest) -> dict[str, str]:
     """The variables an exec adds to the task's: ``req.env``, and TERM for a terminal when it has none."""
     return {"TERM": DEFAULT_TERM, **req.env} if req.tty else dict(req.env)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskFiles:
+    """Where a running task's files are, for the SSH endpoint's SFTP: ``root``, the task's file system as the node
+    reaches it (``/`` for the process runtime, ``/proc/<pid>/root`` for a container), and ``home``, the task's
+    working directory inside it."""
+
+    root: str
+    home: str

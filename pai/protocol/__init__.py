@@ -29,6 +29,7 @@ from pai.protocol.messages import (
     StopTask,
     VolumeMount,
 )
+from pai.protocol.ssh import SshAccess, SshHost
 
 __all__ = [
     "PROTOCOL_VERSION",
@@ -43,6 +44,8 @@ __all__ = [
     "ProtocolError",
     "RegisterRequest",
     "RegistryCredentials",
+    "SshAccess",
+    "SshHost",
     "StartTask",
     "StopTask",
     "VolumeMount",

@@ -8,6 +8,7 @@ from typing import Any
 
 from pai.domain.resources import Resources
 from pai.domain.timing import GRACE_SECONDS
+from pai.protocol.ssh import SshAccess
 
 # How the protocol grows: a field is added with a default, which is what a peer that predates it means (an older
 # agent or master leaves it out: ``from_dict`` reads it as the default), and every ``from_dict`` ignores the keys
@@ -276,6 +277,9 @@ class StartTask:
     registry_auth: RegistryCredentials | None = None
     # The job's v2 secrets (None: it has none), for the files under OpenPAI's /usr/local/pai/secrets; never logged.
     secrets: dict[str, Any] | None = field(default=None, repr=False)
+    # SSH into the task through the agent's endpoint on its ``ssh`` port (pai.protocol.ssh); None: no endpoint (a
+    # master that predates it).
+    ssh: SshAccess | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -298,6 +302,7 @@ class StartTask:
             "mounts": [m.to_dict() for m in self.mounts],
             "registryAuth": None if self.registry_auth is None else self.registry_auth.to_dict(),
             "secrets": self.secrets,
+            "ssh": None if self.ssh is None else self.ssh.to_dict(),
         }
 
     @classmethod
@@ -322,6 +327,7 @@ class StartTask:
                 mounts=tuple(VolumeMount.from_dict(m) for m in d.get("mounts") or ()),
                 registry_auth=RegistryCredentials.from_dict(d["registryAuth"]) if d.get("registryAuth") else None,
                 secrets=_mapping_or_none(d.get("secrets"), "secrets"),
+                ssh=SshAccess.from_dict(d["ssh"]) if d.get("ssh") else None,
             )
         except (KeyError, ValueError, TypeError, AttributeError) as e:
             raise ProtocolError(f"bad start command: {e}") from e

@@ -10,7 +10,7 @@ from typing import Any, overload
 import yaml
 from aiohttp import ClientError, ClientTimeout, web
 
-from pai.domain.errors import InvalidParametersError, NoJobSshInfoError, NoTaskLogError
+from pai.domain.errors import InvalidParametersError, NoTaskLogError
 from pai.domain.limits import INT32_MAX
 from pai.domain.states import JobState
 from pai.jobspec import stored_config
@@ -141,12 +141,6 @@ def _tag(c: Context, change: Callable[[Database, str, str, User], bool], key: st
     return change(c.db, key, tag, c.user)
 
 
-@reads
-def _ssh(c: Context, key: str) -> None:
-    reader(c, [owner_of(key)])
-    queries.job_config_text(c.db, key)  # NoJobError if unknown
-
-
 @writes()
 def _delete(c: Context, key: str) -> None:
     job_removal.delete_job(c.db, key, c.user)
@@ -271,16 +265,6 @@ async def add_tag(request: web.Request) -> web.Response:
 async def delete_tag(request: web.Request) -> web.Response:
     """``DELETE /api/v2/jobs/{job}/tag {"value": TAG}``: the owner or an admin."""
     return await _tag_change(request, jobtags.remove_tag, "Delete")
-
-
-async def ssh_info(request: web.Request) -> web.Response:
-    """``GET /api/v2/jobs/{job}/ssh``: pai starts no SSH server in tasks, so there is none to report (OpenPAI's
-    NoJobSshInfoError, once the job is known to exist)."""
-    key = key_of(request)
-    await request.app[SERVICE](credentials(request), _ssh, key)
-    raise NoJobSshInfoError(f"SSH info of job {key} is not found: pai starts no SSH server in a job's tasks (the ssh "
-                            "runtime plugin is not supported); read a task's output with its log URLs "
-                            "(containerLog) or `pai logs`")
 
 
 async def delete_job(request: web.Request) -> web.Response:

@@ -13,8 +13,12 @@ from pai.rest_server import (
     logfollow,
     metrics,
     openapi,
+    proxy,
+    proxy_auth,
+    ssh,
     storages,
     submit,
+    tunnel,
     users,
     vcs,
 )
@@ -26,6 +30,7 @@ from pai.rest_server.stats import job_counts, usage_history, vc_queue
 JOB = "/api/v2/jobs/{key:[^/]+}"  # user~job; another name is answered NoJobError (OpenPAI's VS Code extension asks
 # for /api/v2/jobs/protocolversion/config and takes NoApiError to mean a v1-only cluster)
 V1_JOB = "/api/v1/user/{user}/jobs/{name}"  # OpenPAI v0.14's
+PROXY = "/proxy/{key:[^/]+}/{role}/{index}/{label}{tail:(/.*)?}"
 TASK = JOB + "/attempts/{attempt:\\d+}/taskRoles/{role}/taskIndex/{index:\\d+}/attempts"  # a task in a job attempt
 
 _users: list[web.RouteDef] = [
@@ -94,10 +99,13 @@ _users: list[web.RouteDef] = [
     web.get(JOB + "/events", attempts.events),
     web.put(JOB + "/tag", jobs.add_tag),
     web.delete(JOB + "/tag", jobs.delete_tag),
-    web.get(JOB + "/ssh", jobs.ssh_info),
+    web.get(JOB + "/ssh", ssh.ssh_info),
+    web.get(JOB + "/ssh/" + ssh.PRIVATE, ssh.private_key),
+    web.get(JOB + "/ssh/" + ssh.PUBLIC, ssh.public_key),
     web.put(JOB + "/executionType", jobs.execution_type),
     web.get(JOB + "/tasks/{role}/{index}/logs/{stream:stdout|stderr}", logfollow.task_log),
     web.get(JOB + "/tasks/{role}/{index}/exec", execrelay.exec_task),  # a WebSocket
+    web.get(JOB + "/tasks/{role}/{index}/ports/{label}/tunnel", tunnel.tunnel),  # WebSocket <-> the task's port
     web.put(JOB + "/priority", vcs.put_priority),
     web.get("/api/v2/nodes", h.list_nodes),
     web.get("/api/v2/masters", list_masters),
@@ -119,6 +127,9 @@ _users: list[web.RouteDef] = [
     web.put("/api/v2/virtual-clusters/{vc}/status", vcs.put_vc_status),
     web.delete("/api/v1/virtual-clusters/{vc}", vcs.delete_vc),
     web.delete("/api/v2/virtual-clusters/{vc}", vcs.delete_vc),
+    web.post("/api/v2/proxy/session", proxy_auth.open_session),  # the pai_proxy cookie of a browser
+    web.delete("/api/v2/proxy/session", proxy_auth.close_session),
+    web.route("*", PROXY, proxy.proxy),  # a task's labelled port, HTTP and WebSocket (pai.rest_server.proxy)
     web.get("/", index),  # the dashboard (pai/rest_server/dashboard/static/)
     web.get("/dashboard/{file:[A-Za-z0-9_.-]+}", asset),
 ]
@@ -148,7 +159,16 @@ def _slash_optional(route: web.RouteDef) -> web.RouteDef:
     return web.RouteDef(route.method, route.path + "{trailing_slash:/?}", route.handler, route.kwargs)
 
 
-user_routes: list[web.RouteDef] = [_slash_optional(r) for r in _users]
+PYLON = "/rest-server"  # where OpenPAI's pylon serves the rest-server's API: its clients call /rest-server/api/...
+
+
+def _under_pylon(routes: list[web.RouteDef]) -> list[web.RouteDef]:
+    """The API's routes also under ``/rest-server`` (OpenPAI's VS Code extension and Python SDK ask there)."""
+    return [web.RouteDef(r.method, PYLON + r.path, r.handler, r.kwargs) for r in routes if r.path.startswith("/api/")]
+
+
+_api = [_slash_optional(r) for r in _users]
+user_routes: list[web.RouteDef] = [*_api, *_under_pylon(_api)]
 monitor_routes: list[web.RouteDef] = _monitor
 agent_routes: list[web.RouteDef] = [_slash_optional(r) for r in _agents]
 elsewhere_routes: list[web.RouteDef] = [_slash_optional(r) for r in _elsewhere]

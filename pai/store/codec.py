@@ -10,7 +10,7 @@ from dataclasses import fields
 from typing import Any
 
 from pai.domain.job import Task
-from pai.domain.jobspec import JobSpec, PortSpec, RegistryAuth, TaskRoleSpec
+from pai.domain.jobspec import JobSpec, PortSpec, RegistryAuth, SshPlugin, TaskRoleSpec
 from pai.domain.node import Node, NodeState
 from pai.domain.resources import Resources
 from pai.domain.states import TaskState
@@ -37,6 +37,7 @@ def role_to_dict(role: TaskRoleSpec) -> dict[str, Any]:
     d["resources"] = role.resources.to_dict()
     d["ports"] = [_scalars(p, _PORT_FIELDS) for p in role.ports]
     d["image_auth"] = None if role.image_auth is None else _scalars(role.image_auth, _AUTH_FIELDS)
+    d["ssh"] = None if role.ssh is None else {"job_ssh": role.ssh.job_ssh, "user_keys": list(role.ssh.user_keys)}
     return d
 
 
@@ -46,6 +47,8 @@ def role_from_dict(d: dict[str, Any]) -> TaskRoleSpec:
     kwargs["ports"] = tuple(PortSpec(**_known(p, _PORT_FIELDS)) for p in d.get("ports", ()))
     auth = d.get("image_auth")
     kwargs["image_auth"] = None if auth is None else RegistryAuth(**_known(auth, _AUTH_FIELDS))
+    ssh = d.get("ssh")
+    kwargs["ssh"] = None if ssh is None else SshPlugin(bool(ssh.get("job_ssh")), tuple(ssh.get("user_keys") or ()))
     return TaskRoleSpec(**kwargs)
 
 

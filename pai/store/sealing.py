@@ -9,6 +9,9 @@ A v2 job's ``secrets`` reach three places of its row: the submitted text (``conf
 - ``spec``: the same masking in ``secrets``, every role's ``command`` and ``image_auth`` (username and password);
 - ``sealed``: one Fernet token (``pai.store.keyring``) of ``{"secrets", "roles": {name: {command, image_auth}}}``.
 
+A job whose roles use the ssh plugin has a key pair (``JobSpec.ssh_private_key``): its private key is sealed in the
+same token (``"ssh_private_key"``; the spec keeps ""), and a job with nothing else to seal keeps its commands clear.
+
 A spec read back carries the token (``JobSpec.sealed``) and its masked fields: nothing that schedules, lists or
 shows jobs needs more, so nothing but the start of a task (``unsealed``) ever decrypts, and the read front and the
 list processes need no key. The functions on plain dicts (the ``codec.spec_to_dict`` form) also serve the migration
@@ -33,18 +36,33 @@ MASKED_AUTH_FIELDS = ("username", "password")
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+SSH_KEY = "ssh_private_key"
+
+
+def _has_secrets(spec: dict[str, Any]) -> bool:
+    """Whether a spec dict has secrets or a registry login (masked or not)."""
+    return spec.get("secrets") is not None or any(r.get("image_auth") is not None for r in spec["task_roles"])
+
+
 def parts_of(spec: dict[str, Any]) -> dict[str, Any] | None:
-    """What of a spec dict is sealed; None for a job with neither secrets nor a registry login."""
-    roles: list[dict[str, Any]] = spec["task_roles"]
-    if spec.get("secrets") is None and all(r.get("image_auth") is None for r in roles):
-        return None
-    return {"secrets": spec.get("secrets"),
-            "roles": {r["name"]: {"command": r["command"], "image_auth": r.get("image_auth")} for r in roles}}
+    """What of a spec dict is sealed; None for a job with neither secrets nor a registry login nor an SSH key."""
+    parts: dict[str, Any] = {}
+    if _has_secrets(spec):
+        roles: list[dict[str, Any]] = spec["task_roles"]
+        parts = {"secrets": spec.get("secrets"),
+                 "roles": {r["name"]: {"command": r["command"], "image_auth": r.get("image_auth")} for r in roles}}
+    if spec.get(SSH_KEY):
+        parts[SSH_KEY] = spec[SSH_KEY]
+    return parts or None
 
 
 def masked_spec(spec: dict[str, Any]) -> dict[str, Any]:
     """``spec`` with what ``parts_of`` seals masked (masking a masked spec changes nothing)."""
     out = dict(spec)
+    if SSH_KEY in spec:
+        out[SSH_KEY] = ""
+    if not _has_secrets(spec):
+        return out
     if isinstance(spec.get("secrets"), dict):
         out["secrets"] = {key: SECRET_MASK for key in spec["secrets"]}
     out["task_roles"] = [_masked_role(r) for r in spec["task_roles"]]
@@ -61,9 +79,14 @@ def _masked_role(role: dict[str, Any]) -> dict[str, Any]:
 
 def restored_spec(spec: dict[str, Any], parts: dict[str, Any]) -> dict[str, Any]:
     """A masked spec dict with its sealed ``parts`` put back (a migration's downgrade)."""
-    roles = parts["roles"]
-    return {**spec, "secrets": parts["secrets"],
-            "task_roles": [{**r, **roles[r["name"]]} if r["name"] in roles else r for r in spec["task_roles"]]}
+    roles = parts.get("roles") or {}
+    restored = {**spec, "task_roles": [{**r, **roles[r["name"]]} if r["name"] in roles else r
+                                       for r in spec["task_roles"]]}
+    if "secrets" in parts:
+        restored["secrets"] = parts["secrets"]
+    if SSH_KEY in parts:
+        restored[SSH_KEY] = parts[SSH_KEY]
+    return restored
 
 
 def seal(keyring: Keyring | None, parts: dict[str, Any]) -> str:
@@ -97,7 +120,7 @@ def unsealed(s: Session, spec: JobSpec) -> JobSpec:
     if spec.sealed is None:
         return spec
     parts = open_parts(s.info.get(KEYRING_INFO), spec.sealed)
-    roles = parts["roles"]
+    roles = parts.get("roles") or {}
 
     def role_of(name: str, role: Any) -> Any:
         sealed = roles.get(name)
@@ -106,8 +129,9 @@ def unsealed(s: Session, spec: JobSpec) -> JobSpec:
         auth = sealed["image_auth"]
         return replace(role, command=sealed["command"], image_auth=None if auth is None else RegistryAuth(**auth))
 
-    return replace(spec, secrets=parts["secrets"], sealed=None,
-                   task_roles=tuple(role_of(r.name, r) for r in spec.task_roles))
+    return replace(spec, secrets=parts.get("secrets", spec.secrets), sealed=None,
+                   task_roles=tuple(role_of(r.name, r) for r in spec.task_roles),
+                   ssh_private_key=str(parts.get(SSH_KEY, "")))
 
 
 def masked_text(text: str) -> str:

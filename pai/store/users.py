@@ -75,6 +75,12 @@ def get_user(s: Session, name: str) -> User | None:
     return None if row is None else _profiles(s, [row])[0].user
 
 
+def extension_of(s: Session, name: str) -> dict[str, Any]:
+    """A user's extension ({} for a user who does not exist any more)."""
+    extension = s.scalar(select(UserRow.extension).where(UserRow.name == name))
+    return dict(extension) if isinstance(extension, dict) else {}
+
+
 def get_profile(s: Session, name: str) -> UserProfile:
     return _profiles(s, [_existing(s, name)])[0]
 

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from pai.domain.errors import InvalidProtocolError
+from pai.domain.jobspec import SshPlugin
 from pai.jobspec import ParsedJob, parse_job
 
 EXAMPLES = Path(__file__).resolve().parent / "openpai_examples"
@@ -21,8 +22,9 @@ REFUSED = {
     # them from a file it imported, before it posted the job.
     "v1/mpi/cntk-mpi.json": ("", "malformed JSON: Expecting property name enclosed in double quotes at line 5"),
 }
-# What pai accepts in these examples and does not do: OpenPAI's ssh runtime plugin.
-UNHONOURED = {"extras.com.microsoft.pai.runtimeplugin[0].plugin"}
+# What pai accepts in these examples and does not do: the ssh plugin's jobssh in a job with gangAllocation: false
+# (OpenPAI's plugin turns it off there too).
+UNHONOURED = {"extras.com.microsoft.pai.runtimeplugin[0].parameters.jobssh"}
 
 
 def _examples() -> list[str]:
@@ -72,7 +74,14 @@ def test_v014_paths_keep_openpais_variables_for_submission() -> None:
     assert spec.code_dir == "$PAI_DEFAULT_FS_URI/$PAI_USERNAME/examples/cntk/code"
 
 
-def test_the_ssh_plugin_the_v2_examples_ask_for_is_reported() -> None:
-    (warning,) = _parse("v2/pytorch_cifar10/yaml/Resnet18_1gpu.yaml").warnings
-    assert warning.field == "extras.com.microsoft.pai.runtimeplugin[0].plugin"
-    assert "'ssh' is not run on this cluster" in warning.message
+def test_the_ssh_plugin_the_v2_examples_ask_for_is_honoured() -> None:
+    parsed = _parse("v2/pytorch_cifar10/yaml/Resnet18_1gpu.yaml")
+    assert parsed.warnings == ()
+    assert [r.ssh for r in parsed.spec.task_roles] == [SshPlugin(job_ssh=True)]
+
+
+def test_the_horovod_example_waits_at_the_ssh_barrier_before_its_commands() -> None:
+    role = _parse("marketplace-v2/horovod-pytorch-synthetic-benchmark.yaml").spec.task_roles[0]
+    assert role.ssh == SshPlugin(job_ssh=True)
+    barrier, _, rest = role.command.partition("sshbarrier: every task answers over SSH")
+    assert 'left="master-0 worker-0"' in barrier and "mpirun" in rest

@@ -24,7 +24,7 @@ async def world(api: Api, *setups: str) -> World:
 
 
 async def test_who_may_not_read_the_job_is_refused_as_every_read_refuses_them(api: Api) -> None:
-    w = await world(api, "task-running", "bob", "private")
+    w = await world(api, "listening", "bob", "private")
     try:
         for path in ("/api/v2/jobs/admin~r/tasks/w/0/exec?cmd=true", "/api/v2/jobs/admin~r",
                      "/api/v2/jobs/admin~r/tasks/w/0/logs/stdout?follow=true"):
@@ -38,7 +38,7 @@ async def test_who_may_not_read_the_job_is_refused_as_every_read_refuses_them(ap
 async def test_a_session_whose_token_is_revoked_is_ended_with_an_error_frame(api: Api,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sessions, "REFRESH_SECONDS", 0.05)
-    w = await world(api, "task-running")
+    w = await world(api, "listening")
     token = await api.login()  # a token of its own, revoked below
     try:
         url = api.client.make_url("/api/v2/jobs/admin~r/tasks/w/0/exec")
@@ -64,7 +64,7 @@ async def test_a_session_whose_token_is_revoked_is_ended_with_an_error_frame(api
 
 
 async def test_a_master_that_shuts_down_ends_its_sessions_and_followers(api: Api) -> None:
-    w = await world(api, "task-running")
+    w = await world(api, "listening")
     try:
         url = api.client.make_url("/api/v2/jobs/admin~r/tasks/w/0/exec")
         headers = {"Authorization": f"Bearer {api.token}"}

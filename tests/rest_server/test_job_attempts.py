@@ -1,4 +1,4 @@
-"""A job's attempts, its tasks' attempts and their log lists, events, tags and SSH info, in OpenPAI's paths and
+"""A job's attempts, its tasks' attempts and their log lists, events and tags, in OpenPAI's paths and
 shapes (what its portal, JS SDK and VS Code extension read)."""
 
 from __future__ import annotations
@@ -197,11 +197,3 @@ async def test_only_the_owner_or_an_admin_tags_a_job(api: Api) -> None:
     assert (status, body["code"]) == (403, "ForbiddenUserError")
     _, detail = await api.call("GET", "/api/v2/jobs/admin~a", token=bob)
     assert detail["tags"] == []
-
-
-async def test_ssh_info_says_there_is_none(api: Api) -> None:
-    await api.call("POST", "/api/v1/jobs", body=retried_job("a"), content_type="application/json")
-    status, body = await api.call("GET", "/api/v2/jobs/admin~a/ssh")
-    assert (status, body["code"]) == (404, "NoJobSshInfoError") and "no SSH server" in body["message"]
-    status, body = await api.call("GET", "/api/v2/jobs/admin~none/ssh")
-    assert (status, body["code"]) == (404, "NoJobError")

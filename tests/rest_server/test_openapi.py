@@ -13,18 +13,16 @@ So the document cannot claim an answer the master never gives, and a route canno
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import json
 import re
-import secrets
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 import yaml
-from aiohttp import WSMsgType, web
+from aiohttp import WSMsgType, WSServerHandshakeError, web
 from aiohttp.test_utils import TestServer
 from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
@@ -32,10 +30,9 @@ from openapi_spec_validator import validate
 from pai.launcher import cluster
 from pai.rest_server.keys import CONFIG, DB, LAUNCHER
 from pai.rest_server.openapi import document
-from pai.rest_server.routes import routes
+from pai.rest_server.routes import PYLON, routes
 from pai.store import jobs as store_jobs
 from pai.store import sessions, users
-from pai.store.sessions import OpenSession
 from tests.rest_server.conftest import ADMIN_PASSWORD, AGENT_TOKEN, Api
 
 DOC = document()
@@ -49,8 +46,8 @@ SAME_PATH = {"/api/v1/jobs/{key}": "/api/v1/jobs/{job}", "/api/v1/jobs/{name}": 
 
 def route_path(path: str) -> str:
     """An aiohttp route's path as the document writes it: ``{name:regex}`` is ``{name}``, the trailing slash
-    dropped."""
-    path = re.sub(r"\{(\w+):[^}]*\}", r"{\1}", path.removesuffix("{trailing_slash:/?}"))
+    dropped; the API under ``/rest-server`` is the document's second server."""
+    path = re.sub(r"\{(\w+):[^}]*\}", r"{\1}", path.removeprefix(PYLON).removesuffix("{trailing_slash:/?}"))
     return SAME_PATH.get(path, path)
 
 
@@ -85,6 +82,8 @@ def check_schema(instance: Any, schema: dict[str, Any], what: str) -> None:
 
 # ---- the world a case runs in --------------------------------------------------------------------------------
 
+UPGRADE = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+           "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
 YAML_JOB = ("protocolVersion: 2\nname: {name}\ntype: job\ndefaults: {{virtualCluster: {vc}}}\n"
             "prerequisites:\n  - {{type: dockerimage, name: img, uri: busybox}}\n"
             "taskRoles:\n  w:\n    instances: 1\n    dockerImage: img\n"
@@ -114,9 +113,12 @@ class World:
     async def request(self, method: str, path: str, *, token: str | None, json_body: Any = None,
                       body: str | None = None, content_type: str | None = None, websocket: bool = False) -> Answer:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        if websocket:
-            headers |= {"Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",
-                        "Sec-WebSocket-Key": base64.b64encode(secrets.token_bytes(16)).decode()}
+        if websocket:  # a handshake: 101 and open, or the refusal's answer
+            try:
+                async with self.api.client.ws_connect(path, headers=headers):
+                    return Answer(101, "", None)
+            except WSServerHandshakeError:
+                headers.update(UPGRADE)
         if content_type:
             headers["Content-Type"] = content_type
         resp = await self.api.client.request(method, path, json=json_body, data=body, headers=headers)
@@ -170,6 +172,42 @@ class World:
         assert (await self.admin("POST", "/api/v1/jobs", json_body=v1_job("r"))).status == 202
         await self.wait("admin~r", "RUNNING")
 
+    async def _ssh_job(self) -> None:
+        """admin~s, with the ssh runtime plugin, RUNNING on node n1."""
+        await self.setup("log-server")
+        body = YAML_JOB.format(name="s", vc="default") + (
+            "extras:\n  com.microsoft.pai.runtimeplugin:\n    - {plugin: ssh, parameters: {jobssh: true}}\n")
+        assert (await self.admin("POST", "/api/v2/jobs", body=body, content_type="text/yaml")).status == 202
+        await self.wait("admin~s", "RUNNING")
+
+    async def _listening(self) -> None:
+        """admin~r's task reported running by n1, and something listening on its port ``http``."""
+        await self.setup("running")
+        detail = (await self.admin("GET", "/api/v2/jobs/admin~r")).body
+        task = detail["taskRoles"]["w"]["taskStatuses"][0]
+        report = {"attemptId": task["containerId"], "jobKey": "admin~r", "role": "w", "index": 0, "status": "running"}
+        answer = await self.request("POST", "/api/internal/agents/n1/heartbeat", token=AGENT_TOKEN,
+                                    json_body={"version": 1, "node": "n1", "containers": [report]})
+        assert answer.status == 200, answer
+        self.listener = await asyncio.start_server(lambda r, w: w.close(), "127.0.0.1",
+                                                   int(task["containerPorts"]["http"]))
+        for _ in range(200):
+            detail = (await self.admin("GET", "/api/v2/jobs/admin~r")).body
+            if detail["taskRoles"]["w"]["taskStatuses"][0]["taskState"] == "RUNNING":
+                return
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"admin~r's task never started: {detail}")
+
+    async def _full(self) -> None:
+        """admin has as many interactive sessions open as the master allows (their rows, as API workers keep them)."""
+        await self.setup("listening")
+        app = self.api.client.app
+        with app[DB].session() as s:
+            job_id = store_jobs.get_job(s, "admin~r").id
+            for i in range(app[CONFIG].max_sessions_per_user):
+                sessions.open_session(s, sessions.OpenSession(f"s{i}", "admin", job_id, "tunnel", "port http"),
+                                      limit=app[CONFIG].max_sessions_per_user, stale_after=30)
+
     async def _log_server(self) -> None:
         """Node n1, with a log server (as an agent runs) that has every log."""
         async def log(request: web.Request) -> web.Response:
@@ -199,30 +237,6 @@ class World:
         self.server = TestServer(app, host="127.0.0.1")
         await self.server.start_server()
         await self._register(self.server.port or 0)
-
-    async def _task_running(self) -> None:
-        """admin~r's task reported running by its agent."""
-        await self.setup("running")
-        task = (await self.admin("GET", "/api/v2/jobs/admin~r")).body["taskRoles"]["w"]["taskStatuses"][0]
-        report = {"attemptId": task["containerId"], "jobKey": "admin~r", "role": "w", "index": 0, "status": "running"}
-        answer = await self.request("POST", "/api/internal/agents/n1/heartbeat", token=AGENT_TOKEN,
-                                    json_body={"version": 1, "node": "n1", "containers": [report]})
-        assert answer.status == 200, answer
-        for _ in range(200):
-            detail = (await self.admin("GET", "/api/v2/jobs/admin~r")).body
-            if detail["taskRoles"]["w"]["taskStatuses"][0]["taskState"] == "RUNNING":
-                return
-            await asyncio.sleep(0.05)
-        raise AssertionError(f"admin~r's task never ran: {detail}")
-
-    async def _sessions_full(self) -> None:
-        """admin has as many interactive sessions open (in admin~r) as the master allows."""
-        config = self.api.client.app[CONFIG]
-        with self.api.client.app[DB].session() as s:
-            job_id = store_jobs.get_job(s, "admin~r").id
-            for n in range(config.max_sessions_per_user):
-                sessions.open_session(s, OpenSession(f"s{n}", "admin", job_id, "exec", "sleep 1"),
-                                      limit=config.max_sessions_per_user, stale_after=60.0)
 
     async def _node(self) -> None:
         await self._register(0)
@@ -272,6 +286,8 @@ class World:
     async def close(self) -> None:
         if "log-server" in self.done:
             await self.server.close()
+        if "listening" in self.done:
+            self.listener.close()
 
 
 # ---- the table -----------------------------------------------------------------------------------------------
@@ -289,8 +305,8 @@ class Case:
     content_type: str | None = None
     setup: tuple[str, ...] = ()
     note: str = ""
-    websocket: bool = False  # asked as a WebSocket upgrade
     check: Callable[[Answer], None] | None = field(default=None, compare=False)
+    websocket: bool = False  # asked as a WebSocket handshake
 
     @property
     def id(self) -> str:
@@ -514,6 +530,14 @@ def _job_reads() -> Iterator[Case]:
     yield case(f"GET {key}/events", 200, "/api/v2/jobs/admin~j/events?type=Warning", setup=mine, note="Warning")
     yield case(f"GET {key}/events", 400, "/api/v2/jobs/admin~j/events?type=Bad", "InvalidParametersError")
     yield case(f"GET {key}/ssh", 404, "/api/v2/jobs/admin~j/ssh", "NoJobSshInfoError", setup=mine)
+    yield case(f"GET {key}/ssh", 200, "/api/v2/jobs/admin~s/ssh", setup=("ssh-job",))
+    for file, forbidden in (("id_rsa", ()), ("id_rsa.pub", private)):
+        op = f"GET {key}/ssh/{file}"
+        yield case(op, 200, f"/api/v2/jobs/admin~s/ssh/{file}", setup=("ssh-job",))
+        yield case(op, 403, f"/api/v2/jobs/admin~s/ssh/{file}", "ForbiddenUserError", as_="bob",
+                   setup=("ssh-job", *forbidden))
+        yield case(op, 404, f"/api/v2/jobs/admin~j/ssh/{file}", "NoJobSshInfoError", setup=mine)
+        yield case(op, 404, f"/api/v2/jobs/admin~nope/ssh/{file}", "NoJobError")
     logs = f"GET {key}/tasks/{{role}}/{{index}}/logs/{{stream}}"
     yield case(logs, 200, "/api/v2/jobs/admin~r/tasks/w/0/logs/stderr?tail=3", setup=("running",), note="tail")
     yield case(logs, 400, "/api/v2/jobs/admin~j/tasks/w/0/logs/stdout?tail=x", "InvalidParametersError")
@@ -526,18 +550,21 @@ def _job_reads() -> Iterator[Case]:
     yield case(logs, 400, "/api/v2/jobs/admin~j/tasks/w/0/logs/stdout?follow=true&since=yesterday",
                "InvalidParametersError", note="since")
     exe = f"GET {key}/tasks/{{role}}/{{index}}/exec"
-    yield case(exe, 101, "/api/v2/jobs/admin~r/tasks/w/0/exec?cmd=true", setup=("task-running",), websocket=True)
+    yield case(exe, 101, "/api/v2/jobs/admin~r/tasks/w/0/exec?cmd=true", setup=("listening",), websocket=True)
     yield case(exe, 400, "/api/v2/jobs/admin~r/tasks/w/0/exec", "InvalidParametersError", note="no cmd")
     yield case(exe, 403, "/api/v2/jobs/admin~j/tasks/w/0/exec?cmd=true", "ForbiddenUserError", as_="bob", setup=mine,
-               note="not the owner")
-    yield case(exe, 404, "/api/v2/jobs/admin~nope/tasks/w/0/exec?cmd=true", "NoJobError")
-    yield case(exe, 404, "/api/v2/jobs/admin~j/tasks/w/1/exec?cmd=true", "NoTaskRoleError", setup=mine)
+               websocket=True, note="a reader who is not the owner")
+    yield case(exe, 403, "/api/v2/jobs/admin~j/tasks/w/0/exec?cmd=true", "ForbiddenUserError", as_="bob",
+               setup=("job", "private", "bob"), websocket=True, note="may not read")
+    yield case(exe, 404, "/api/v2/jobs/admin~nope/tasks/w/0/exec?cmd=true", "NoJobError", websocket=True)
+    yield case(exe, 404, "/api/v2/jobs/admin~j/tasks/w/1/exec?cmd=true", "NoTaskRoleError", setup=mine,
+               websocket=True)
     yield case(exe, 409, "/api/v2/jobs/admin~j/tasks/w/0/exec?cmd=true", "TaskNotRunningError", setup=mine,
                websocket=True)
-    yield case(exe, 429, "/api/v2/jobs/admin~r/tasks/w/0/exec?cmd=true", "TooManySessionsError",
-               setup=("task-running", "sessions-full"))
-    yield case(exe, 502, "/api/v2/jobs/admin~r/tasks/w/0/exec?cmd=fail", "NodeUnavailableError",
-               setup=("task-running",), websocket=True)
+    yield case(exe, 429, "/api/v2/jobs/admin~r/tasks/w/0/exec?cmd=true", "TooManySessionsError", setup=("full",),
+               websocket=True)
+    yield case(exe, 502, "/api/v2/jobs/admin~r/tasks/w/0/exec?cmd=fail", "NodeUnavailableError", setup=("listening",),
+               websocket=True)
 
 
 def _job_changes() -> Iterator[Case]:
@@ -628,8 +655,30 @@ def _vcs() -> Iterator[Case]:
                json_body={"strictfifo": True}, note="pai's form")
 
 
+def _task_ports() -> Iterator[Case]:
+    tunnel = "GET /api/v2/jobs/{key}/tasks/{role}/{index}/ports/{label}/tunnel"
+    url = "/api/v2/jobs/admin~{}/tasks/{}/{}/ports/{}/tunnel"
+    yield case(tunnel, 101, url.format("r", "w", 0, "http"), setup=("listening",), websocket=True)
+    yield case(tunnel, 400, url.format("r", "w", 0, "http"), "InvalidParametersError", setup=("listening",),
+               note="not a WebSocket")
+    yield case(tunnel, 403, url.format("j", "w", 0, "http"), "ForbiddenUserError", as_="bob", setup=("job", "bob"),
+               websocket=True, note="a reader who is not the owner")
+    yield case(tunnel, 403, url.format("j", "w", 0, "http"), "ForbiddenUserError", as_="bob",
+               setup=("job", "private", "bob"), websocket=True, note="may not read")
+    yield case(tunnel, 404, url.format("nope", "w", 0, "http"), "NoJobError", websocket=True)
+    yield case(tunnel, 404, url.format("r", "x", 0, "http"), "NoTaskRoleError", setup=("listening",),
+               websocket=True)
+    yield case(tunnel, 404, url.format("r", "w", 0, "tb"), "NoTaskPortError", setup=("listening",), websocket=True)
+    yield case(tunnel, 409, url.format("j", "w", 0, "http"), "TaskNotRunningError", setup=("job",), websocket=True)
+    yield case(tunnel, 502, url.format("r", "w", 0, "ssh"), "TaskPortUnreachableError", setup=("listening",),
+               websocket=True)
+    yield case(tunnel, 429, url.format("r", "w", 0, "http"), "TooManySessionsError", setup=("full",), websocket=True)
+    yield case("POST /api/v2/proxy/session", 200)
+    yield case("DELETE /api/v2/proxy/session", 200, as_="none")
+
+
 CASES = [*_service(), *_auth(), *_users(), *_groups(), *_submissions(), *_job_reads(), *_job_changes(), *_cluster(),
-         *_vcs()]
+         *_vcs(), *_task_ports()]
 
 
 # ---- the tests -----------------------------------------------------------------------------------------------
@@ -640,9 +689,10 @@ def test_the_document_is_valid_openapi() -> None:
 
 
 def is_public_api(path: str) -> bool:
-    """The REST API the document describes: all but the agents' /api/internal/, the dashboard's pages and the
-    Prometheus endpoints, which are served beside it and are not part of it."""
-    return not (path.startswith(("/api/internal/", "/dashboard/", "/metrics")) or path == "/")
+    """The REST API the document describes: all but the agents' /api/internal/, the dashboard's pages, the
+    Prometheus endpoints and the proxy to tasks' ports (the tasks' own APIs), which are served beside it and are not
+    part of it."""
+    return not (path.startswith(("/api/internal/", "/dashboard/", "/metrics", "/proxy/")) or path == "/")
 
 
 def test_every_public_route_is_an_operation_and_every_operation_a_route() -> None:
@@ -689,8 +739,8 @@ async def test_a_documented_answer_occurs(api: Api, c: Case) -> None:
     finally:
         await world.close()
     assert answer.status == c.status, answer.body
-    if c.status == 101:
-        return  # a WebSocket: no body
+    if c.status == 101:  # switched to the WebSocket: no HTTP body
+        return
     documented_answer = response(c.method, c.path, c.status)
     content = documented_answer.get("content", {})
     assert answer.content_type in content, f"{answer.content_type} is not documented for {c.id}: {list(content)}"
@@ -721,7 +771,7 @@ def _check_request_body(c: Case) -> None:
 
 SAMPLES = {"key": "admin~nope", "job": "admin~nope", "user": "admin", "name": "nope", "group": "default",
            "vc": "default", "attempt": "0", "index": "0", "task_attempt": "0", "role": "w", "stream": "stdout",
-           "token": "nope", "node": "n1", "attr": "acls"}
+           "token": "nope", "node": "n1", "attr": "acls", "label": "http"}
 
 
 async def test_without_a_token_exactly_the_documented_operations_answer_401(api: Api) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from tests.rest_server.conftest import Api
 
-SSH_AND_INFINIBAND = """
+PLUGIN_AND_INFINIBAND = """
 protocolVersion: 2
 name: warned
 type: job
@@ -23,7 +23,7 @@ taskRoles:
     commands: ["true"]
 extras:
   com.microsoft.pai.runtimeplugin:
-    - {plugin: ssh, parameters: {jobssh: true}}
+    - {plugin: tensorboard, parameters: {port: 6006}}
 """
 V1_NO_GANG = json.dumps({"jobName": "nogang", "image": "busybox", "extras": {"gangAllocation": False},
                          "taskRoles": [{"name": "w", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 256,
@@ -31,7 +31,7 @@ V1_NO_GANG = json.dumps({"jobName": "nogang", "image": "busybox", "extras": {"ga
 V1_AUTH_FILE = V1_NO_GANG.replace('"image"', '"authFile": "hdfs://nn/auth", "image"')
 CASES = [
     # (name, path, body, content type, job, fields warned about)
-    ("v2 YAML", "/api/v2/jobs", SSH_AND_INFINIBAND, "text/yaml", "admin~warned",
+    ("v2 YAML", "/api/v2/jobs", PLUGIN_AND_INFINIBAND, "text/yaml", "admin~warned",
      ["taskRoles.worker.extraContainerOptions.infiniband", "extras.com.microsoft.pai.runtimeplugin[0].plugin"]),
     ("v1 on OpenPAI's v1 path", "/api/v1/user/admin/jobs", V1_AUTH_FILE, "application/json", "admin~nogang",
      ["authFile"]),  # gangAllocation: false is honoured, not warned about

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from pai.domain.job import Job, initial_tasks
-from pai.domain.jobspec import JobSpec, PortSpec, RegistryAuth, TaskRoleSpec
+from pai.domain.jobspec import JobSpec, PortSpec, RegistryAuth, SshPlugin, TaskRoleSpec
 from pai.domain.node import Node
 from pai.domain.resources import Resources
 from pai.domain.states import JobState
@@ -52,6 +52,7 @@ def full_spec() -> JobSpec:
         resources=Resources(0, 2, 4096),
         image_auth=RegistryAuth("bot", "pw", "reg.example:5000"),
         node_selector={"zone": "b", "ssd": "yes"},
+        ssh=SshPlugin(job_ssh=True, user_keys=("ssh-ed25519 AAAA user",)),
     )
     return JobSpec(
         name="full-job_1.0",
@@ -75,6 +76,8 @@ def full_spec() -> JobSpec:
         storages=(StorageMount("data", "/data", "extras.storages[0]", "/nfs/data", True),
                   StorageMount("home", "/mnt/home", "extras.storages[1]", "/nfs/home")),
         secrets={"token": "t0k", "nested": {"list": [1, True, None]}},
+        ssh_public_key="ssh-ed25519 AAAA job",
+        ssh_private_key="-----BEGIN OPENSSH PRIVATE KEY-----\n...",
     )
 
 

@@ -13,7 +13,7 @@ from pai.store.codec import spec_to_dict
 from pai.store.db import Database
 from pai.store.keyring import Keyring, SecretKeyError
 
-from .builders import job
+from .builders import job, role
 from .secretjobs import PASSWORD, SECRET_VALUES, TOKEN, dump, secret_job
 
 
@@ -124,3 +124,25 @@ def test_masked_text_leaves_a_text_without_secrets_alone(text: str) -> None:
 def test_masking_a_masked_spec_changes_nothing() -> None:
     masked = sealing.masked_spec(spec_to_dict(secret_job()[0].spec))
     assert sealing.masked_spec(masked) == masked
+
+
+def test_a_jobs_ssh_private_key_is_sealed_and_its_commands_stay_clear(db: Database) -> None:
+    """The ssh plugin's key pair (pai.launcher.sshaccess): the private key only in the token; a job with nothing else
+    to seal keeps its commands and its public key in clear."""
+    private = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA-private-9f8e7d\n"
+    value = job("ssh", roles=(role("worker", 1, command="python train.py"),), ssh_public_key="ssh-ed25519 AAAA job",
+                ssh_private_key=private)
+    with db.session() as s:
+        jobs.insert_job(s, value, "{}")
+    assert "private-9f8e7d" not in dump(db)
+    with db.session() as s:
+        stored = jobs.get_job(s, value.key)
+        jobs.save_job(s, stored)
+    with db.session() as s:
+        stored = jobs.get_job(s, value.key)
+        opened = sealing.unsealed(s, stored.spec)
+    assert stored.spec.ssh_private_key == "" and stored.spec.sealed is not None
+    assert stored.spec.task_roles[0].command == "python train.py"
+    assert stored.spec.ssh_public_key == "ssh-ed25519 AAAA job"
+    assert opened == value.spec
+    assert "private-9f8e7d" not in dump(db)
