@@ -7,7 +7,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import sys
 import termios
 import tty
 from collections.abc import Callable, Iterator
@@ -48,6 +47,3 @@ def on_resize(loop: asyncio.AbstractEventLoop, fd: int, send: Callable[[int, int
     finally:
         loop.remove_signal_handler(signal.SIGWINCH)
 
-
-def stdin_fd() -> int:
-    return sys.stdin.fileno()
