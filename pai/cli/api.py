@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,6 +80,12 @@ class MasterApi:
                  attempt: str | None = None) -> str:
         path = f"{_job_path(key)}/tasks/{quote_segment(role)}/{index}/logs/{stream}"
         return self.http.request("GET", path, query={"tail": tail, "attempt": attempt}).text()
+
+    def follow_log(self, key: str, role: str, index: int, stream: str, tail: int | None = None,
+                   since: str | None = None) -> AbstractContextManager[Iterator[bytes]]:
+        """The task's log as it is written, across its attempts, until the task ends (chunks as they arrive)."""
+        path = f"{_job_path(key)}/tasks/{quote_segment(role)}/{index}/logs/{stream}"
+        return self.http.stream(path, query={"follow": "true", "tail": tail, "since": since})
 
     def masters(self) -> list[dict[str, Any]]:
         result: list[dict[str, Any]] = self.http.json("GET", "/api/v2/masters")

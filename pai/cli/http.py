@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,15 +84,43 @@ class HttpClient:
         body: bytes | None = None,
         content_type: str | None = None,
     ) -> Response:
-        url = self.url(path, query)
-        req = urllib.request.Request(url, data=body, method=method)
+        req = self._request(method, path, query, body, content_type)
+        with self._open(req, self.timeout) as resp:
+            try:
+                return Response(resp.status, resp.headers.get_content_type(), resp.read())
+            except (OSError, http.client.HTTPException) as exc:
+                raise UnreachableError(self.base_url, _reason(exc)) from None
+
+    @contextmanager
+    def stream(self, path: str, *, query: Query | None = None) -> Iterator[Iterator[bytes]]:
+        """``GET path`` whose answer is read as it arrives (a followed log), without a timeout; the chunks raise
+        UnreachableError when the answer breaks off instead of ending."""
+        with self._open(self._request("GET", path, query, None, None), None) as resp:
+            yield self._chunks(resp)
+
+    def _chunks(self, resp: http.client.HTTPResponse) -> Iterator[bytes]:
+        while True:
+            try:
+                data = resp.read1(1 << 16)
+            except (OSError, http.client.HTTPException) as exc:
+                raise UnreachableError(self.base_url, f"the answer broke off: {_reason(exc)}") from None
+            if not data:
+                return
+            yield data
+
+    def _request(self, method: str, path: str, query: Query | None, body: bytes | None,
+                 content_type: str | None) -> urllib.request.Request:
+        req = urllib.request.Request(self.url(path, query), data=body, method=method)
         if content_type is not None:
             req.add_header("Content-Type", content_type)
         if self.token:
             req.add_header("Authorization", f"Bearer {self.token}")
+        return req
+
+    def _open(self, req: urllib.request.Request, timeout: float | None) -> http.client.HTTPResponse:
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                return Response(resp.status, resp.headers.get_content_type(), resp.read())
+            resp: http.client.HTTPResponse = urllib.request.urlopen(req, timeout=timeout)
+            return resp
         except urllib.error.HTTPError as exc:
             try:
                 body = exc.read()

@@ -10,6 +10,8 @@ import yaml
 from pai.cli.api import JobFilters
 from pai.cli.command import ClientCommand, client_command, connect, master_option
 from pai.cli.errors import CliError
+from pai.cli.follow import follow as follow_log
+from pai.cli.follow import since_value
 from pai.cli.jobview import first_role, render_job_detail, render_job_list
 from pai.cli.output import OutputFormat, output_option
 from pai.domain import JobState
@@ -99,19 +101,34 @@ def show_config(name: str, output: OutputFormat, master: str | None) -> None:
 @click.option("--stderr", "stderr", is_flag=True, help="Show stderr instead of stdout.")
 @click.option("--tail", type=click.IntRange(min=1), metavar="BYTES", help="Only the last BYTES bytes.")
 @click.option("--attempt", metavar="ATTEMPT_ID", help="An earlier attempt (ids: pai job show, or /attempts).")
+@click.option("-f", "--follow", is_flag=True,
+              help="Follow the output as it is written, across the task's attempts, until the task ends.")
+@click.option("--since", metavar="TIME",
+              help="With -f: the attempts that ran in the last TIME (30s, 10m, 2h, 1d) or since an ISO 8601 time, "
+                   "each whole (logs have no time per line).")
 @master_option
 def logs(name: str, role: str | None, index: int, stderr: bool, tail: int | None, attempt: str | None,
-         master: str | None) -> None:
+         follow: bool, since: str | None, master: str | None) -> None:
     """Show the output of a task.
 
-    The latest attempt of task INDEX of ROLE of job NAME, or the attempt ATTEMPT_ID.
+    The latest attempt of task INDEX of ROLE of job NAME, or the attempt ATTEMPT_ID. With -f, the output as it is
+    written from the latest attempt on (--tail: of that attempt), a line ``==> attempt N ... <==`` before each
+    new attempt, until the task ends; then how it ended on stderr, exit code 0.
     """
+    if not follow and since is not None:
+        raise click.UsageError("--since goes with -f")
+    if follow and attempt is not None:
+        raise click.UsageError("-f follows the latest attempt on; it does not take --attempt")
+    since = since_value(since)
     conn = connect(master)
     key = conn.job_key(name)
     if role is None:
         role = first_role(conn.api.job(key))
         if role is None:
             raise CliError(f"job {key} has no task roles")
+    if follow:
+        follow_log(conn.api, key, role, index, "stderr" if stderr else "stdout", tail, since)
+        return
     text = conn.api.task_log(key, role, index, "stderr" if stderr else "stdout", tail, attempt)
     click.echo(text, nl=False)
 

@@ -99,6 +99,27 @@ class NoTaskError(PaiError):
     status = 404
 
 
+class NoTaskRoleError(PaiError):
+    """A job has no task role of that name, or no task of that index in the role."""
+
+    code = "NoTaskRoleError"
+    status = 404
+
+
+class TooManySessionsError(PaiError):
+    """A user's interactive sessions (exec, tunnels) at the cluster's limit (``pai master --max-sessions-per-user``)."""
+
+    code = "TooManySessionsError"
+    status = 429
+
+
+class TaskNotRunningError(PaiError):
+    """A task (or attempt) that must be running for the request (exec, tunnel, ssh) and is not."""
+
+    code = "TaskNotRunningError"
+    status = 409
+
+
 class NoTaskLogError(PaiError):
     """OpenPAI's answer for a task attempt that has no log (unknown, or never started)."""
 

@@ -138,6 +138,11 @@ class Agent:
         assert self._supervisor is not None, "the agent is not running"
         return self._supervisor
 
+    def _running(self, attempt_id: str) -> bool:
+        """Whether this node still runs the attempt (starting it counts); a follower of its log waits for the end."""
+        reports = self.supervisor.reports()
+        return any(r.attempt_id == attempt_id and r.status is ContainerStatus.RUNNING for r in reports)
+
     def request_stop(self) -> None:
         self._stop.set()
 
@@ -163,7 +168,7 @@ class Agent:
                                             lease=self._lease)
         metrics = NodeMetrics(cfg.name, self._resources, runtime, cfg.work_dir, lambda: dict(self.disk.failures),
                               self.epochs, lambda: self.masters.current)
-        log_server = LogServer(self.paths, cfg.address, cfg.log_port, cfg.token, metrics.render)
+        log_server = LogServer(self.paths, cfg.address, cfg.log_port, cfg.token, metrics.render, self._running)
         self.log_port = await log_server.start()
         # a master that does not answer (frozen) costs a whole timeout: several must fit in the fencing window
         self._client = MasterClient(self.masters.current, cfg.token,

@@ -41,6 +41,7 @@ from pai.nodeagent.diskguard import DiskGuard
 from pai.nodeagent.logfmt import BoundLogger
 from pai.nodeagent.paths import check_attempt_id
 from pai.nodeagent.runtime import ExitListener, TaskUsage
+from pai.nodeagent.taskexec import ExecRequest, ExecSession
 from pai.protocol import ContainerReport, PlatformExit, StartTask
 
 CODE, WORK, LOGS = "/pai/code", "/pai/work", "/pai/log"
@@ -169,6 +170,9 @@ class DockerRuntime:
 
     def forget(self, attempt_id: str) -> None:
         self._book.forget(attempt_id)
+
+    async def exec(self, attempt_id: str, req: ExecRequest) -> ExecSession:
+        raise NotImplementedError("exec: being written on branch i28-exec")
 
     async def close(self) -> None:
         self._closed.set()

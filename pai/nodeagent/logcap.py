@@ -11,12 +11,17 @@ chunk replaced, what the file held past the cap, and, when the copy cannot be wr
 disk), the whole file. Output written between the copy and the truncation is lost (logrotate's
 ``copytruncate`` has the same window). The agent checks the logs of its running attempts every
 ``log_cap_seconds`` (and once more as they end): between two checks a task can write past its share.
+
+A follower (``read_from``) reads the log by its offset in everything the task wrote: the bytes dropped, then the
+previous chunk, then the current file. A rotation keeps that sum (what it drops it counts), so an offset stays good
+across rotations; rotations and reads take one lock, so that a read never sees a rotation half done.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +29,7 @@ from pathlib import Path
 DEFAULT_MAX_LOG_MB = 100
 DEFAULT_MAX_TASK_LOG_MB = 400  # stdout and stderr, each with its previous chunk, at the default file cap
 _CHUNK = 1 << 20
+_ROTATION = threading.Lock()  # a rotation (with its count) against a follower's read
 
 
 def file_cap(max_file_bytes: int, max_task_bytes: int, streams: int) -> int:
@@ -67,18 +73,23 @@ def cap(files: Iterable[Path], max_bytes: int) -> Capped:
             continue
         if size <= max_bytes:
             continue
-        try:
-            lost = _rotate(path, size, max_bytes, done)
-        except OSError as e:
-            done.errors.append((path, e))
-            continue
-        done.rotated.append(path)
-        done.dropped += lost
-        try:
-            _counter(path).write_text(str(dropped(path) + lost))
-        except OSError as e:
-            done.errors.append((_counter(path), e))
+        with _ROTATION:
+            _rotate_counted(path, size, max_bytes, done)
     return done
+
+
+def _rotate_counted(path: Path, size: int, max_bytes: int, done: Capped) -> None:
+    try:
+        lost = _rotate(path, size, max_bytes, done)
+    except OSError as e:
+        done.errors.append((path, e))
+        return
+    done.rotated.append(path)
+    done.dropped += lost
+    try:
+        _counter(path).write_text(str(dropped(path) + lost))
+    except OSError as e:
+        done.errors.append((_counter(path), e))
 
 
 def _rotate(path: Path, size: int, keep: int, done: Capped) -> int:
@@ -124,3 +135,51 @@ def tail(path: Path, n: int) -> bytes:
         chunks.append(data)
         n -= len(data)
     return b"".join(reversed(chunks))
+
+
+@dataclass(frozen=True, slots=True)
+class Read:
+    """What ``read_from`` read: ``data`` from offset ``start`` (later than asked when the cap dropped what was asked
+    for); ``end``: the offset past everything written so far."""
+
+    data: bytes
+    start: int
+    end: int
+
+    @property
+    def next(self) -> int:
+        return self.start + len(self.data)
+
+
+def _parts(path: Path) -> tuple[int, int, int]:
+    """Bytes dropped, in the previous chunk, in the current file."""
+    return dropped(path), _size(previous(path)), _size(path)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+def written(path: Path) -> int:
+    """The offset past everything the task wrote to this log: dropped, previous chunk and current file."""
+    with _ROTATION:
+        return sum(_parts(path))
+
+
+def read_from(path: Path, offset: int, limit: int = _CHUNK) -> Read:
+    """At most ``limit`` bytes of the log from ``offset`` in everything the task wrote (``written``)."""
+    with _ROTATION:
+        lost, chunk, current = _parts(path)
+        start = max(offset, lost)
+        out = b""
+        for part, begin, size in ((previous(path), lost, chunk), (path, lost + chunk, current)):
+            at = start + len(out)
+            if len(out) >= limit or at >= begin + size:
+                continue
+            with contextlib.suppress(FileNotFoundError), open(part, "rb") as f:
+                f.seek(at - begin)
+                out += f.read(min(limit - len(out), begin + size - at))
+        return Read(out, start, lost + chunk + current)

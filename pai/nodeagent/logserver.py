@@ -1,4 +1,5 @@
-"""The agent's log server: ``GET /logs/{attempt_id}/{stdout|stderr}[?tail=<bytes>]`` as text/plain.
+"""The agent's log server: ``GET /logs/{attempt_id}/{stdout|stderr}[?tail=<bytes>]`` as text/plain; with
+``follow=1`` the log as it is written until the attempt ends (``pai.nodeagent.logfollow``).
 
 The master reads attempt logs from here and serves them to the users it authorised; they stay on the node
 after the attempt ends. Only the master may read: a request must carry the agent token (``Authorization:
@@ -11,6 +12,7 @@ keeps of the log, so that a reader can poll for growth; ``X-Log-Dropped`` what t
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 from collections.abc import Awaitable, Callable
 
@@ -18,12 +20,15 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from pai.nodeagent import logcap
+from pai.nodeagent.logfollow import Running, follow, start_offset
 from pai.nodeagent.paths import AgentPaths, LogStream, is_attempt_id
 from pai.protocol.door import DOOR_LOGGER
 
 TEXT = "text/plain; charset=utf-8"
 _PATHS = web.AppKey("paths", AgentPaths)
 _TOKEN = web.AppKey("token", str)
+_RUNNING: web.AppKey[Running] = web.AppKey("running")
+_CLOSING = web.AppKey("closing", asyncio.Event)  # set on shutdown: followers stop
 Render = Callable[[], Awaitable[bytes]]
 _METRICS: web.AppKey[Render] = web.AppKey("metrics")
 
@@ -53,10 +58,17 @@ async def _get_log(request: web.Request) -> web.StreamResponse:
     path = paths.log_file(attempt_id, stream)
     size = logcap.size(path)
     headers = {"X-Log-Size": str(size), "X-Log-Dropped": str(logcap.dropped(path)), "Content-Type": TEXT}
-    tail = request.query.get("tail")
-    if tail is not None and not tail.isdigit():
-        return _error(400, "InvalidParametersError", "tail must be a number of bytes")
-    body = logcap.tail(path, size if tail is None else int(tail)) if size else b""
+    numbers: dict[str, int | None] = {}
+    for name in ("tail", "offset"):
+        raw = request.query.get(name)
+        if raw is not None and not (raw.isascii() and raw.isdigit()):
+            return _error(400, "InvalidParametersError", f"{name} must be a number of bytes")
+        numbers[name] = None if raw is None else int(raw)
+    tail = numbers["tail"]
+    if request.query.get("follow") in ("1", "true"):
+        offset = await asyncio.to_thread(start_offset, path, numbers["offset"], tail)
+        return await follow(request, attempt_id, path, request.app[_RUNNING], offset, headers, request.app[_CLOSING])
+    body = logcap.tail(path, size if tail is None else tail) if size else b""
     return web.Response(body=body, headers=headers)
 
 
@@ -64,12 +76,25 @@ async def _get_metrics(request: web.Request) -> web.Response:
     return web.Response(body=await request.app[_METRICS](), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 
-def make_app(paths: AgentPaths, token: str | None = None, metrics: Render | None = None) -> web.Application:
+async def _close_followers(app: web.Application) -> None:
+    app[_CLOSING].set()
+
+
+def _never(attempt_id: str) -> bool:
+    return False
+
+
+def make_app(paths: AgentPaths, token: str | None = None, metrics: Render | None = None,
+             running: Running = _never) -> web.Application:
     """``token``: the agent token the master presents; None only for an agent that has none (the master
-    refuses such an agent, so it runs nothing). ``metrics``: renders ``/metrics``."""
+    refuses such an agent, so it runs nothing). ``metrics``: renders ``/metrics``. ``running``: whether an
+    attempt still runs on this node (a followed log ends once it does not)."""
     app = web.Application(handler_args={"logger": DOOR_LOGGER})  # one line per malformed request (pai.protocol.door)
     app[_PATHS] = paths
     app[_TOKEN] = token or ""
+    app[_RUNNING] = running
+    app[_CLOSING] = asyncio.Event()
+    app.on_shutdown.append(_close_followers)
     app.router.add_get("/logs/{attempt_id}/{stream:stdout|stderr}", _get_log)
     if metrics is not None:
         app[_METRICS] = metrics
@@ -79,8 +104,8 @@ def make_app(paths: AgentPaths, token: str | None = None, metrics: Render | None
 
 class LogServer:
     def __init__(self, paths: AgentPaths, host: str, port: int = 0, token: str | None = None,
-                 metrics: Render | None = None) -> None:
-        self._runner = web.AppRunner(make_app(paths, token, metrics), access_log=None)
+                 metrics: Render | None = None, running: Running = _never) -> None:
+        self._runner = web.AppRunner(make_app(paths, token, metrics, running), access_log=None)
         self._host = host
         self._port = port
         self.port = port

@@ -24,6 +24,7 @@ class ProcStat:
     start_ticks: int
     cpu_ticks: int = 0  # utime + stime, and of its reaped children cutime + cstime (clock ticks)
     rss_pages: int = 0
+    ppid: int = 0
 
     @property
     def alive(self) -> bool:
@@ -35,7 +36,7 @@ def parse_stat(text: str) -> ProcStat:
     pid_part, _, rest = text.partition(" (")
     fields = rest.rpartition(") ")[2].split()
     return ProcStat(pid=int(pid_part), state=fields[0], pgid=int(fields[2]), start_ticks=int(fields[19]),
-                    cpu_ticks=sum(int(f) for f in fields[11:15]), rss_pages=int(fields[21]))
+                    cpu_ticks=sum(int(f) for f in fields[11:15]), rss_pages=int(fields[21]), ppid=int(fields[1]))
 
 
 def read_stat(pid: int) -> ProcStat | None:
@@ -64,11 +65,31 @@ def group_stats(pgid: int) -> list[ProcStat]:
 def stats_by_group(pgids: set[int]) -> dict[int, list[ProcStat]]:
     """The live processes of each of ``pgids``, in one walk of /proc."""
     out: dict[int, list[ProcStat]] = {}
-    for entry in PROC.iterdir():
-        if entry.name.isdigit():
-            st = read_stat(int(entry.name))
-            if st is not None and st.pgid in pgids and st.alive:
-                out.setdefault(st.pgid, []).append(st)
+    for st in live_stats():
+        if st.pgid in pgids:
+            out.setdefault(st.pgid, []).append(st)
+    return out
+
+
+def live_stats() -> list[ProcStat]:
+    """Every live (non-zombie) process, from one walk of /proc."""
+    stats = (read_stat(int(entry.name)) for entry in PROC.iterdir() if entry.name.isdigit())
+    return [st for st in stats if st is not None and st.alive]
+
+
+def tree(pid: int) -> list[ProcStat]:
+    """``pid`` (when it lives) and its live descendants."""
+    children: dict[int, list[ProcStat]] = {}
+    root = None
+    for st in live_stats():
+        children.setdefault(st.ppid, []).append(st)
+        if st.pid == pid:
+            root = st
+    out, todo = [], [root] if root is not None else []
+    while todo:
+        st = todo.pop()
+        out.append(st)
+        todo.extend(children.get(st.pid, ()))
     return out
 
 
@@ -95,6 +116,26 @@ async def kill_group(pgid: int) -> None:
     while group_members(pgid):
         signal_group(pgid, signal.SIGKILL)
         await asyncio.sleep(POLL_SECONDS)
+
+
+async def kill_tree(pid: int) -> None:
+    """SIGKILL ``pid`` and its descendants, and wait until none of them is left. They are stopped (SIGSTOP) first,
+    from the root down, until the tree stands still, so that none forks a child this misses. Killing the root
+    alone would not do: its children would go to an init and out of reach."""
+    frozen: dict[int, int] = {}  # pid -> start ticks (a pid reused meanwhile is not ours)
+    while new := [st for st in tree(pid) if frozen.get(st.pid) != st.start_ticks]:
+        for st in new:
+            _signal(st.pid, signal.SIGSTOP)
+            frozen[st.pid] = st.start_ticks
+    for p in frozen:
+        _signal(p, signal.SIGKILL)
+    while any(is_running(p, ticks) for p, ticks in frozen.items()):
+        await asyncio.sleep(POLL_SECONDS)
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, sig)
 
 
 async def wait_exit(pid: int) -> None:

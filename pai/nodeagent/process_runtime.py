@@ -18,18 +18,20 @@ import os
 import signal
 import subprocess
 import time
+import weakref
 from collections.abc import Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pai.nodeagent import attempt_record, jobsecrets, process_group
+from pai.nodeagent import attempt_record, jobsecrets, process_exec, process_group
 from pai.nodeagent.attempt_record import AttemptRecord, exit_code_of, exit_reason_of
 from pai.nodeagent.attempts import Attempt, AttemptBook, fields
 from pai.nodeagent.diskguard import DiskGuard
 from pai.nodeagent.logfmt import BoundLogger
 from pai.nodeagent.paths import check_attempt_id
 from pai.nodeagent.runtime import ExitListener, TaskUsage
+from pai.nodeagent.taskexec import AttemptNotRunning, ExecRequest, ExecSession, NoSuchAttempt, exec_env
 from pai.protocol import ContainerReport, StartTask
 
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -82,6 +84,7 @@ class ProcessRuntime:
         self._log = self._book.log
         self._attempts = self._book.attempts
         self._watchers: set[asyncio.Task[None]] = set()
+        self._execs: dict[str, weakref.WeakSet[process_exec.ProcessExec]] = {}
 
     @classmethod
     async def open(
@@ -164,6 +167,23 @@ class ProcessRuntime:
     def forget(self, attempt_id: str) -> None:
         self._book.forget(attempt_id)
 
+    async def exec(self, attempt_id: str, req: ExecRequest) -> ExecSession:
+        """``req`` with the environment and working directory the attempt's command was started with, read from
+        its first process (so also for an attempt re-adopted after a restart), as this agent's user."""
+        attempt = self._attempts.get(attempt_id)
+        if attempt is None:
+            raise NoSuchAttempt(attempt_id)
+        record = attempt.record
+        context = None
+        if record.running and not attempt.finished.is_set() and record.pid is not None:
+            context = process_exec.task_context(record.pid, record.start_ticks)
+        if context is None:
+            raise AttemptNotRunning(attempt_id, "exited" if not record.running else "ending")
+        env, cwd = context
+        session = await process_exec.ProcessExec.start(req, {**env, **exec_env(req)}, req.cwd or cwd)
+        self._execs.setdefault(attempt_id, weakref.WeakSet()).add(session)
+        return session
+
     async def close(self) -> None:
         for task in list(self._watchers):
             task.cancel()
@@ -222,6 +242,8 @@ class ProcessRuntime:
 
     def _finish(self, attempt: _Attempt, record: AttemptRecord) -> None:
         self._book.finish(attempt, record)
+        for session in self._execs.pop(record.attempt_id, ()):  # nothing of an attempt outlives it
+            self._spawn(session.kill())
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Protocol
 
 from pai.nodeagent.attempt_record import AttemptRecord
+from pai.nodeagent.taskexec import ExecRequest, ExecSession
 from pai.protocol import ContainerReport, StartTask
 
 ExitListener = Callable[[ContainerReport], None]
@@ -39,6 +40,8 @@ class Runtime(Protocol):
       forgotten. A runtime restarted on the same state directory re-adopts what still runs.
     - ``usage`` measures every running attempt (CPU time, resident memory); one it cannot measure is left out.
     - ``forget`` drops an exited attempt (its logs stay on disk).
+    - ``exec`` starts a command inside a running attempt (``pai.nodeagent.taskexec``): its environment, working
+      directory and user; raises ``NoSuchAttempt`` or ``AttemptNotRunning``.
     - ``close`` releases the runtime's own resources; it does not stop running attempts.
     """
 
@@ -55,5 +58,7 @@ class Runtime(Protocol):
     async def usage(self) -> list[TaskUsage]: ...
 
     def forget(self, attempt_id: str) -> None: ...
+
+    async def exec(self, attempt_id: str, req: ExecRequest) -> ExecSession: ...
 
     async def close(self) -> None: ...

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from pai.rest_server import attempts, authn, groups, jobs, metrics, openapi, storages, submit, users, vcs
+from pai.rest_server import attempts, authn, groups, jobs, logfollow, metrics, openapi, storages, submit, users, vcs
 from pai.rest_server import handlers as h
 from pai.rest_server.dashboard import asset, index
 from pai.rest_server.leading import list_masters
@@ -83,7 +83,7 @@ _users: list[web.RouteDef] = [
     web.delete(JOB + "/tag", jobs.delete_tag),
     web.get(JOB + "/ssh", jobs.ssh_info),
     web.put(JOB + "/executionType", jobs.execution_type),
-    web.get(JOB + "/tasks/{role}/{index}/logs/{stream:stdout|stderr}", jobs.task_log),
+    web.get(JOB + "/tasks/{role}/{index}/logs/{stream:stdout|stderr}", logfollow.task_log),
     web.put(JOB + "/priority", vcs.put_priority),
     web.get("/api/v2/nodes", h.list_nodes),
     web.get("/api/v2/masters", list_masters),

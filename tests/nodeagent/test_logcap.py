@@ -38,3 +38,31 @@ def test_a_tail_spans_the_previous_chunk_and_the_current_file(tmp_path: Path) ->
     assert logcap.tail(log, 2) == b"bc"
     assert logcap.tail(log, 100) == b"0123456789abc"
     assert logcap.tail(tmp_path / "none.log", 10) == b""
+
+
+def test_a_follower_reads_by_offset_in_what_was_written_across_rotations(tmp_path: Path) -> None:
+    log = tmp_path / "stdout.log"
+    got = b""
+    with open(log, "ab", buffering=0) as writer:
+        writer.write(b"0123456789" * 5)
+        first = logcap.read_from(log, 0, limit=30)
+        assert (first.data, first.start, first.end) == (b"0123456789" * 3, 0, 50)
+        got += first.data
+        assert logcap.cap([log], 40).rotated == [log]  # the first 10 bytes dropped, the next 40 the chunk before
+        writer.write(b"abc")
+        assert logcap.written(log) == 53
+        rest = logcap.read_from(log, first.next)  # from the chunk before into the current file
+        assert (rest.start, rest.end) == (30, 53)
+        got += rest.data
+    assert got == b"0123456789" * 5 + b"abc"
+
+
+def test_a_follower_behind_what_the_cap_dropped_goes_on_from_what_is_kept(tmp_path: Path) -> None:
+    log = tmp_path / "stdout.log"
+    with open(log, "ab", buffering=0) as writer:
+        writer.write(b"x" * 100)
+        logcap.cap([log], 30)
+        writer.write(b"y" * 5)
+    read = logcap.read_from(log, 10)
+    assert (read.data, read.start, read.end) == (b"x" * 30 + b"y" * 5, 70, 105)
+    assert logcap.read_from(log, 105).data == b"" and logcap.read_from(tmp_path / "none.log", 0).end == 0
