@@ -128,6 +128,7 @@ export function logPane(key) {
       if (st.reader !== abort || abort.signal.aborted) return;
       st.reader = null;
       failed(st, e);
+      if (e instanceof ApiError) return; // refused (the job is gone, or no longer readable): the page says so
       // A stream that broke before the task ended: follow again from the tail, unless another read took over.
       setTimeout(() => { if (!closed && asked === task && !st.reader && mode && mode.want === "follow") follow(st, asked); },
         RETRY_MS);
