@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -150,7 +151,16 @@ def test_a_running_tasks_labelled_ports_are_links_until_it_ends(web: Cluster, pa
     expect(page.locator("details.connect")).to_be_hidden()
 
 
+def require_tensorboard() -> None:
+    if shutil.which("tensorboard", path=str(BIN)) is None:
+        problem = f"tensorboard is not installed in {BIN} (pip install -e '.[dev]')"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(problem)
+        pytest.skip(problem)
+
+
 def test_tensorboard_opens_through_the_masters_proxy_from_the_dashboard(web: Cluster, page: Any, pw: Any) -> None:
+    require_tensorboard()
     expect = pw.expect
     expect.set_options(timeout=WAIT_MS)
     key = str(alice(web).submit((ROOT / "examples" / "tensorboard.yaml").read_bytes(), "text/yaml")["jobName"])
