@@ -40,6 +40,9 @@ _LEASE = Timing()  # the launcher's lease (hidden options: the tests shorten it)
 @click.option("--heartbeat", default=1.0, show_default=True, type=float, help="Agents' heartbeat interval.")
 @click.option("--max-body-mb", envvar="PAI_MAX_BODY_MB", default=4, show_default=True, type=click.IntRange(min=1),
               help="Largest request body accepted (a job spec); larger ones get 413.")
+@click.option("--proxy-max-body-mb", envvar="PAI_PROXY_MAX_BODY_MB", default=64, show_default=True,
+              type=click.IntRange(min=1), help="Largest request body (and WebSocket message) relayed to a task's "
+              "port through /proxy/; larger ones get 413.")
 @click.option("--fence-grace", default=5.0, show_default=True, type=float,
               help="How long a fenced task (its agent lost the master) gets between SIGTERM and SIGKILL.")
 @click.option("--full-pass-seconds", default=FULL_PASS_SECONDS, show_default=True, type=click.FloatRange(min=0.1),
@@ -62,7 +65,7 @@ _LEASE = Timing()  # the launcher's lease (hidden options: the tests shorten it)
 @click.option("--lease-step-down-seconds", default=_LEASE.step_down_after, type=click.FloatRange(min=0.05),
               hidden=True)
 def master(host: str, port: int, data_dir: Path | None, database_url: str | None, grace_seconds: float,
-           node_timeout: float, vc_config: Path | None, heartbeat: float, max_body_mb: int,
+           node_timeout: float, vc_config: Path | None, heartbeat: float, max_body_mb: int, proxy_max_body_mb: int,
            fence_grace: float, full_pass_seconds: float, admissions_per_pass: int, workers: int | None,
            launcher_port: int | None, usage_sample_seconds: float, advertise_url: str | None,
            lease_seconds: float, lease_renew_seconds: float, lease_step_down_seconds: float) -> None:
@@ -84,6 +87,7 @@ def master(host: str, port: int, data_dir: Path | None, database_url: str | None
         database_url=database_url,
         vc_config=vc_config,
         max_body_bytes=max_body_mb * 1024 * 1024,
+        proxy_max_body_bytes=proxy_max_body_mb * 1024 * 1024,
         workers=_workers(workers, database_url),
         launcher_port=launcher_port,
         advertise_url=advertise_url,

@@ -127,6 +127,21 @@ class NoTaskLogError(PaiError):
     status = 404
 
 
+class NoTaskPortError(PaiError):
+    """A task has no port of that label; the message names the labels it has."""
+
+    code = "NoTaskPortError"
+    status = 404
+
+
+class TaskPortUnreachableError(PaiError):
+    """A running task's port did not take a connection from the master (nothing listens there yet, or the node is
+    not reachable)."""
+
+    code = "TaskPortUnreachableError"
+    status = 502
+
+
 class NoJobSshInfoError(PaiError):
     """OpenPAI's answer for a job whose tasks cannot be reached by SSH."""
 

@@ -84,6 +84,8 @@ def task_env(job: Job, current: Task) -> dict[str, str]:
             "PAI_CONTAINER_SSH_PORT": _first_port(current, "ssh"),
             "PAI_CONTAINER_HOST_PORT_LIST": _port_list(current),
             "PAI_CONTAINER_ID": current.attempt_id or "",
+            # the master's proxy to this task's ports (pai.rest_server.proxy): append /<label>/ for one of them
+            "PAI_PROXY_PREFIX": f"/proxy/{job.key}/{current.role}/{current.index}",
             "NVIDIA_VISIBLE_DEVICES": ",".join(str(g) for g in current.gpus) if current.gpus else "none",
         }
     )

@@ -17,7 +17,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
 
-from aiohttp import ClientSession, web
+from aiohttp import ClientSession, DummyCookieJar, TCPConnector, web
 
 from pai.jobspec.vcconfig import load_cluster_config
 from pai.launcher.loop import LauncherLoop, StoreThread
@@ -39,6 +39,7 @@ from pai.rest_server.keys import (
     PART,
     ROLE,
     SERVICE,
+    SOCKETS,
     STORE,
     VCADMIN,
     WAKE,
@@ -48,6 +49,7 @@ from pai.rest_server.leading import leadership, new_holder
 from pai.rest_server.metrics import timing_middleware
 from pai.rest_server.routes import agent_routes, elsewhere_routes, monitor_routes, user_routes
 from pai.rest_server.service import Service
+from pai.rest_server.sockets import OpenSockets
 from pai.rest_server.wakeups import wakeups
 from pai.store.db import Database
 from pai.store.private import private_dir
@@ -113,7 +115,9 @@ async def _launcher_loop(app: web.Application) -> AsyncIterator[None]:
 
 
 async def _http_client(app: web.Application) -> AsyncIterator[None]:
-    async with ClientSession() as session:
+    # no cookie jar: the proxy relays users' cookies itself, and one task's cookies must never reach another; no
+    # limit on connections: every proxied request and WebSocket holds one for as long as it lasts
+    async with ClientSession(cookie_jar=DummyCookieJar(), connector=TCPConnector(limit=0)) as session:
         app[HTTP] = session
         yield
 
@@ -126,6 +130,8 @@ def _base(config: MasterConfig, part: Part) -> web.Application:
                           handler_args=parser)
     app.on_response_prepare.append(add_request_id)
     app[CONFIG], app[PART] = config, part
+    app[SOCKETS] = OpenSockets()
+    app.on_shutdown.append(lambda a: a[SOCKETS].close_all())  # open tunnels would hold the shutdown
     contexts: list[Callable[[web.Application], AsyncIterator[None]]] = [_database]
     if part.launches():
         app[CHANNELS] = AgentChannels(epoch=lambda: app[LAUNCHER].epoch)  # pokes are sent once the launcher is up

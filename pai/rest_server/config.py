@@ -36,6 +36,9 @@ class MasterConfig:
     tick_seconds: float = 0.5
     vc_config: Path | None = None  # a cluster configuration file (job_schemas/vc-config.json) applied at start
     max_body_bytes: int = 4 * 1024 * 1024  # a larger request body is refused with 413 before it is read whole
+    # a request through /proxy/ to a task's port streams; one with a larger body (or a WebSocket message either way
+    # larger than this) is refused with 413
+    proxy_max_body_bytes: int = 64 * 1024 * 1024
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
     advertise_url: str | None = None  # the base URL users and other masters reach this one at; None: advertised()
     lease: Timing = field(default_factory=Timing)  # the launcher's lease (pai.launcher.leadership)

@@ -4,7 +4,22 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from pai.rest_server import attempts, authn, groups, jobs, logfollow, metrics, openapi, storages, submit, users, vcs
+from pai.rest_server import (
+    attempts,
+    authn,
+    groups,
+    jobs,
+    logfollow,
+    metrics,
+    openapi,
+    proxy,
+    proxy_auth,
+    storages,
+    submit,
+    tunnel,
+    users,
+    vcs,
+)
 from pai.rest_server import handlers as h
 from pai.rest_server.dashboard import asset, index
 from pai.rest_server.leading import list_masters
@@ -13,6 +28,7 @@ from pai.rest_server.stats import job_counts, usage_history, vc_queue
 JOB = "/api/v2/jobs/{key:[^/]+}"  # user~job; another name is answered NoJobError (OpenPAI's VS Code extension asks
 # for /api/v2/jobs/protocolversion/config and takes NoApiError to mean a v1-only cluster)
 V1_JOB = "/api/v1/user/{user}/jobs/{name}"  # OpenPAI v0.14's
+PROXY = "/proxy/{key:[^/]+}/{role}/{index}/{label}{tail:(/.*)?}"
 TASK = JOB + "/attempts/{attempt:\\d+}/taskRoles/{role}/taskIndex/{index:\\d+}/attempts"  # a task in a job attempt
 
 _users: list[web.RouteDef] = [
@@ -84,6 +100,7 @@ _users: list[web.RouteDef] = [
     web.get(JOB + "/ssh", jobs.ssh_info),
     web.put(JOB + "/executionType", jobs.execution_type),
     web.get(JOB + "/tasks/{role}/{index}/logs/{stream:stdout|stderr}", logfollow.task_log),
+    web.get(JOB + "/tasks/{role}/{index}/ports/{label}/tunnel", tunnel.tunnel),  # WebSocket <-> the task's port
     web.put(JOB + "/priority", vcs.put_priority),
     web.get("/api/v2/nodes", h.list_nodes),
     web.get("/api/v2/masters", list_masters),
@@ -105,6 +122,9 @@ _users: list[web.RouteDef] = [
     web.put("/api/v2/virtual-clusters/{vc}/status", vcs.put_vc_status),
     web.delete("/api/v1/virtual-clusters/{vc}", vcs.delete_vc),
     web.delete("/api/v2/virtual-clusters/{vc}", vcs.delete_vc),
+    web.post("/api/v2/proxy/session", proxy_auth.open_session),  # the pai_proxy cookie of a browser
+    web.delete("/api/v2/proxy/session", proxy_auth.close_session),
+    web.route("*", PROXY, proxy.proxy),  # a task's labelled port, HTTP and WebSocket (pai.rest_server.proxy)
     web.get("/", index),  # the dashboard (pai/rest_server/dashboard/static/)
     web.get("/dashboard/{file:[A-Za-z0-9_.-]+}", asset),
 ]

@@ -50,6 +50,7 @@ def test_current_container_variables() -> None:
     assert env["PAI_CONTAINER_SSH_PORT"] == "20021"
     assert env["PAI_CONTAINER_HOST_PORT_LIST"] == "http:20020;ssh:20021;tb:20022,20023;"
     assert env["PAI_CONTAINER_ID"] == "att2"
+    assert env["PAI_PROXY_PREFIX"] == "/proxy/alice~dist/worker/1"
     assert env["NVIDIA_VISIBLE_DEVICES"] == "0,1"
     assert task_env(j, j.task("ps", 0))["NVIDIA_VISIBLE_DEVICES"] == "none"
 

@@ -1,0 +1,62 @@
+"""Where a running task's labelled port is: its node's address and the port the task was given for the label (tasks
+use the node's network: ``node.address:port`` is the task's own ``localhost:port``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session
+
+from pai.domain.errors import NoTaskPortError, NoTaskRoleError, TaskNotRunningError
+from pai.domain.job import Job, Task
+from pai.domain.states import TaskState
+from pai.store import jobs as store_jobs
+
+
+@dataclass(frozen=True, slots=True)
+class TaskPort:
+    key: str  # the job's, user~name
+    job_id: str
+    role: str
+    index: int
+    label: str
+    attempt_id: str
+    node: str
+    address: str
+    port: int
+
+    @property
+    def task(self) -> str:
+        return f"{self.role}[{self.index}]"
+
+
+def find_task(job: Job, role: str, index: int) -> Task:
+    """Task ``role[index]`` of ``job``; NoTaskRoleError naming the job's roles, or the role's indices."""
+    roles = [r.name for r in job.spec.task_roles]
+    if role not in roles:
+        raise NoTaskRoleError(f"job {job.key} has no task role {role!r} (its roles: {', '.join(roles)})",
+                              field="role")
+    count = job.spec.role(role).instances
+    if not 0 <= index < count:
+        raise NoTaskRoleError(f"task role {role} of job {job.key} has no index {index} (it has {count} instance"
+                              f"{'s' if count != 1 else ''}: 0..{count - 1})", field="index")
+    return job.task(role, index)
+
+
+def running_port(job: Job, role: str, index: int, label: str) -> TaskPort:
+    """The port labelled ``label`` of task ``role[index]`` while it runs (pure). Raises NoTaskRoleError,
+    TaskNotRunningError, NoTaskPortError (naming the labels the task has)."""
+    task = find_task(job, role, index)
+    if task.state is not TaskState.RUNNING or task.node is None or task.address is None or task.attempt_id is None:
+        raise TaskNotRunningError(f"task {role}[{index}] of job {job.key} is not running (state {task.state.value})")
+    ports = task.ports.get(label)
+    if not ports:
+        labels = ", ".join(task.ports) or "none"
+        raise NoTaskPortError(f"task {role}[{index}] of job {job.key} has no port labelled {label!r} (its labels: "
+                              f"{labels})", field="label")
+    return TaskPort(job.key, job.id, role, index, label, task.attempt_id, task.node, task.address, ports[0])
+
+
+def locate_port(s: Session, key: str, role: str, index: int, label: str) -> TaskPort:
+    """``running_port`` of job ``key`` as stored; NoJobError for an unknown job."""
+    return running_port(store_jobs.get_job(s, key), role, index, label)
