@@ -166,8 +166,15 @@ def test_tensorboard_opens_through_the_masters_proxy_from_the_dashboard(web: Clu
     key = str(alice(web).submit((ROOT / "examples" / "tensorboard.yaml").read_bytes(), "text/yaml")["jobName"])
     web.wait_state(key, {"RUNNING"})
     prefix = f"/proxy/{key}/main/0/tensorboard/"
-    wait_for("TensorBoard to answer through the proxy",  # (its first start compiles; the page is not the test)
-             lambda: web.raw("GET", prefix + "data/runs")[0] == 200, 120, 0.5)
+
+    def serving() -> bool:
+        assert web.job(key)["jobStatus"]["state"] == "RUNNING", web.log(key, "main", 0, "stderr")[-2000:]
+        return web.raw("GET", prefix + "data/runs")[0] == 200
+
+    try:  # (a first start on a busy machine is slow; the page is not the test)
+        wait_for("TensorBoard to answer through the proxy", serving, 120, 0.5)
+    except AssertionError as e:
+        raise AssertionError(f"{e}\nits stderr: {web.log(key, 'main', 0, 'stderr')[-2000:]}") from None
     open_job(page, web, key, expect)
     link = page.locator("tr[data-task=main-0] a.port-link[data-port=tensorboard]")
     with page.context.expect_page() as opened:
