@@ -30,7 +30,7 @@ export function mount(root, ctx) {
     show(waiting, st.waitingReason ? panel("Why it waits", waitingBox(st.waitingReason)) : null);
     show(roles, Object.entries(d.taskRoles).map(([role, r]) =>
       roleTable(role, r.taskStatuses, logs.select, (t) => portCell(key, role, t, ctx.report))));
-    logs.tasks(d, (role, index) => connectLines(key, role, index, mayEnter(st)));
+    logs.tasks(d, (role, index, labels) => connectLines(key, role, index, mayEnter(st), labels));
     show(attempts, attemptTable(tries));
     show(events, eventTable(d.events));
   }

@@ -26,7 +26,7 @@ export function logPane(key) {
   let task = null, mode = null, closed = false, options = "", byKey = new Map(), hint = () => null;
 
   /** The job's detail, each time the page reads it: the tasks to pick from, and what the chosen one needs.
-   *  `connectHint(role, index)`: the command lines shown for a running task. */
+   *  `connectHint(role, index, labels)`: the command lines shown for a running task. */
   function tasks(detail, connectHint = () => null) {
     hint = connectHint;
     const all = Object.entries(detail.taskRoles).flatMap(([role, r]) => r.taskStatuses.map((t) => ({ role, t })));
@@ -64,7 +64,7 @@ export function logPane(key) {
   function update() {
     if (closed || !task) return;
     const t = status(task);
-    const lines = t.taskState === "RUNNING" ? hint(task.role, task.index) : null;
+    const lines = t.taskState === "RUNNING" ? hint(task.role, task.index, Object.keys(t.containerPorts || {})) : null;
     connect.hidden = !lines;
     if (lines && connectText.textContent !== lines) connectText.textContent = lines;
     const want = !t.containerId ? "none" : ENDED.includes(t.taskState) ? "once" : "follow";

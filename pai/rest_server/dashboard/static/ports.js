@@ -35,14 +35,17 @@ async function open(url) {
   window.open(url, "_blank", "noopener,noreferrer");
 }
 
-/** The command lines that reach into a running task: its logs for anyone who reads the job; exec and SSH for its
- *  owner and admins (the master refuses them to anyone else). */
-export function connectLines(key, role, index, mayEnter) {
+/** The command lines that reach into a running task: its logs for anyone who reads the job; exec, SSH and port
+ *  forwarding for its owner and admins (the master refuses them to anyone else). */
+export function connectLines(key, role, index, mayEnter, labels = []) {
   const task = `${key} --role ${role} --index ${index}`;
   const lines = [`pai logs ${task} -f`];
   if (mayEnter) {
-    lines.push(`pai exec -it ${task} -- bash`, `pai ssh ${task}`,
-      `pai ssh ${task} --config >> ~/.ssh/config   # then: ssh (or VS Code Remote-SSH) to the host it names`);
+    const label = labels.find((l) => l !== "ssh" && l !== "http") || "http";
+    lines.push(`pai exec -it ${task} -- bash`,
+      `pai ssh ${task}                 # jobs with the ssh plugin (docs/interactive.md)`,
+      `pai ssh ${task} --config >> ~/.ssh/config   # then VS Code Remote-SSH to the host it names`,
+      `pai port-forward ${key} 8080:${label} --role ${role} --index ${index}   # localhost:8080 reaches its port`);
   }
   return lines.join("\n");
 }
