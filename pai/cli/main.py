@@ -8,6 +8,7 @@ from pai.cli.auth import login, logout
 from pai.cli.jobs import job, list_jobs, logs, stop
 from pai.cli.masters import masters
 from pai.cli.nodes import cordon, nodes, uncordon
+from pai.cli.portforward import port_forward
 from pai.cli.submit import submit
 from pai.cli.users import group, user
 
@@ -18,7 +19,8 @@ def cli() -> None:
     """pai: submit and watch jobs on a pai (OpenPAI-compatible) cluster."""
 
 
-for command in (login, logout, submit, list_jobs, job, logs, stop, nodes, masters, cordon, uncordon, user, group):
+for command in (login, logout, submit, list_jobs, job, logs, stop, port_forward, nodes, masters, cordon, uncordon, user,
+                group):
     cli.add_command(command)
 
 

@@ -46,17 +46,25 @@ def find_task(job: Job, role: str, index: int) -> Task:
 def running_port(job: Job, role: str, index: int, label: str) -> TaskPort:
     """The port labelled ``label`` of task ``role[index]`` while it runs (pure). Raises NoTaskRoleError,
     TaskNotRunningError, NoTaskPortError (naming the labels the task has)."""
-    task = find_task(job, role, index)
+    return _port(job.key, job.id, find_task(job, role, index), label)
+
+
+def _port(key: str, job_id: str, task: Task, label: str) -> TaskPort:
+    where = f"task {task.role}[{task.index}] of job {key}"
     if task.state is not TaskState.RUNNING or task.node is None or task.address is None or task.attempt_id is None:
-        raise TaskNotRunningError(f"task {role}[{index}] of job {job.key} is not running (state {task.state.value})")
+        raise TaskNotRunningError(f"{where} is not running (state {task.state.value})")
     ports = task.ports.get(label)
     if not ports:
         labels = ", ".join(task.ports) or "none"
-        raise NoTaskPortError(f"task {role}[{index}] of job {job.key} has no port labelled {label!r} (its labels: "
-                              f"{labels})", field="label")
-    return TaskPort(job.key, job.id, role, index, label, task.attempt_id, task.node, task.address, ports[0])
+        raise NoTaskPortError(f"{where} has no port labelled {label!r} (its labels: {labels})", field="label")
+    return TaskPort(key, job_id, task.role, task.index, label, task.attempt_id, task.node, task.address, ports[0])
 
 
 def locate_port(s: Session, key: str, role: str, index: int, label: str) -> TaskPort:
-    """``running_port`` of job ``key`` as stored; NoJobError for an unknown job."""
-    return running_port(store_jobs.get_job(s, key), role, index, label)
+    """``running_port`` of job ``key`` as stored, reading the task's row alone; the whole job only to say what is
+    wrong (NoJobError, NoTaskRoleError naming what the job has)."""
+    found = store_jobs.find_task(s, key, role, index)
+    if found is None:
+        return running_port(store_jobs.get_job(s, key), role, index, label)
+    job_id, task = found
+    return _port(key, job_id, task, label)

@@ -76,7 +76,7 @@ def _http_error(request: web.Request, e: web.HTTPException) -> web.Response:
         return error_response(
             413, _HTTP_CODES[413], f"body: larger than the maximum of {limit} bytes (pai master --max-body-mb)"
         )
-    if e.status in (404, 405) and request.path.startswith("/api/"):  # OpenPAI: NoApiError, whatever the method
+    if e.status in (404, 405) and request.path.startswith(("/api/", "/rest-server/api/")):  # OpenPAI: NoApiError
         methods = sorted(e.allowed_methods) if isinstance(e, web.HTTPMethodNotAllowed) else []
         allowed = f" (it takes {', '.join(methods)})" if methods else ""
         what = f"API {request.method} {_clip(request.path)}" if allowed else f"API {_clip(request.path)}"

@@ -30,7 +30,10 @@ async def api_v1(request: web.Request) -> web.Response:
 
 
 async def info(request: web.Request) -> web.Response:
-    body: dict[str, Any] = {"name": "pai", "version": __version__, "launcherType": "pai", "authnMethod": "basic"}
+    """OpenPAI's cluster info. ``launcherType`` is ``k8s`` (OpenPAI >= v1.0), the value whose client behaviour fits
+    pai: its portal and clients then expect runtime plugins (ssh), no YARN tracking page and no HDFS data commands
+    written into jobs (docs/api.md says why)."""
+    body: dict[str, Any] = {"name": "pai", "version": __version__, "launcherType": "k8s", "authnMethod": "basic"}
     if _is_loopback(request.remote):
         # For `pai up` on this machine, which names the data directory of the master holding its port. Only
         # local callers see it; any local user can read it from the master's command line anyway.

@@ -154,7 +154,16 @@ def _slash_optional(route: web.RouteDef) -> web.RouteDef:
     return web.RouteDef(route.method, route.path + "{trailing_slash:/?}", route.handler, route.kwargs)
 
 
-user_routes: list[web.RouteDef] = [_slash_optional(r) for r in _users]
+PYLON = "/rest-server"  # where OpenPAI's pylon serves the rest-server's API: its clients call /rest-server/api/...
+
+
+def _under_pylon(routes: list[web.RouteDef]) -> list[web.RouteDef]:
+    """The API's routes also under ``/rest-server`` (OpenPAI's VS Code extension and Python SDK ask there)."""
+    return [web.RouteDef(r.method, PYLON + r.path, r.handler, r.kwargs) for r in routes if r.path.startswith("/api/")]
+
+
+_api = [_slash_optional(r) for r in _users]
+user_routes: list[web.RouteDef] = [*_api, *_under_pylon(_api)]
 monitor_routes: list[web.RouteDef] = _monitor
 agent_routes: list[web.RouteDef] = [_slash_optional(r) for r in _agents]
 elsewhere_routes: list[web.RouteDef] = [_slash_optional(r) for r in _elsewhere]

@@ -30,6 +30,7 @@ __all__ = [
     "active_jobs_on",
     "add_event",
     "delete_job",
+    "find_task",
     "finish_attempt",
     "get_config_text",
     "get_job",
@@ -146,6 +147,21 @@ def _values(row: JobRow | TaskRow) -> dict[str, Any]:
 def get_job(s: Session, key: str) -> Job:
     user, name = split_key(key)
     return _to_job(_one(s, _select_jobs().where(JobRow.user_name == user, JobRow.name == name), key))
+
+
+def find_task(s: Session, key: str, role: str, index: int) -> tuple[str, Task] | None:
+    """Task ``role[index]`` of job ``key`` and its job's id, in one query of a few columns of its row (the proxy
+    asks on every request); None when the job or the task does not exist. Only what says where the task runs is
+    read: its GPUs, exit and times are left at their defaults."""
+    user, name = split_key(key)
+    row = s.execute(select(JobRow.id, TaskRow.state, TaskRow.node, TaskRow.address, TaskRow.ports,
+                           TaskRow.attempt_id).join(TaskRow, TaskRow.job_id == JobRow.id)
+                    .where(JobRow.user_name == user, JobRow.name == name, TaskRow.role == role,
+                           TaskRow.task_index == index)).one_or_none()
+    if row is None:
+        return None
+    ports = {label: tuple(p) for label, p in row.ports.items()}
+    return row.id, Task(role, index, TaskState(row.state), row.node, row.address, ports, attempt_id=row.attempt_id)
 
 
 def get_job_by_id(s: Session, job_id: str) -> Job:

@@ -1,6 +1,7 @@
 """OpenPAI's official JavaScript SDK (the VS Code extension is built on it), installed from npm at its latest
 version, drives a live master with one agent: login, cluster info, VCs, storages, tokens, users, a two-instance
-v2 job followed to SUCCEEDED, its config, filtered lists, a stop, and OpenPAI's error codes."""
+v2 job followed to SUCCEEDED, its config, filtered lists, a stop, OpenPAI's error codes, and the same calls under
+OpenPAI's pylon prefix ``/rest-server``."""
 
 from __future__ import annotations
 
@@ -60,7 +61,7 @@ def run(sdk: Path, one_agent: Cluster) -> dict[str, Any]:
 
 
 def test_cluster_info_vcs_storages_and_tokens(run: dict[str, Any]) -> None:
-    assert run["info"]["launcherType"] == "pai" and run["info"]["authnMethod"] == "basic"
+    assert run["info"]["launcherType"] == "k8s" and run["info"]["authnMethod"] == "basic"
     assert "default" in run["vcs"] and run["vc"]["resourcesTotal"]["cpu"] == 4
     assert run["storages"] == {"storages": []}
     assert len(run["tokens"]["tokens"]) >= 1  # the SDK's own login
@@ -98,6 +99,16 @@ def test_attempts_task_logs_events_and_tags_through_the_sdk(run: dict[str, Any])
     assert run["addTag"]["message"] == "Add tag sdk-tag for job admin~sdk-pair successfully"
     assert run["tagged"] == ["sdk-pair"] and run["taggedAfter"] == []
     assert run["skuTypes"] == {}  # the test agent reports no GPU type
+
+
+def test_the_sdk_under_openpai_s_pylon_prefix(run: dict[str, Any]) -> None:
+    """``rest_server_uri: host/rest-server``, as OpenPAI's clients set it when the cluster answers /healthz."""
+    pylon = run["pylon"]
+    assert pylon["info"]["launcherType"] == "k8s"
+    assert pylon["listed"] == ["sdk-long", "sdk-pair"] and pylon["state"] == "SUCCEEDED"
+    assert pylon["configName"] == "sdk-pair" and pylon["submit"]["jobName"] == "admin~sdk-pylon"
+    assert pylon["stop"]["message"] == "execute job admin~sdk-pylon successfully"
+    assert (pylon["unknownJob"]["status"], pylon["unknownJob"]["code"]) == (404, "NoJobError")
 
 
 def test_a_long_job_is_stopped(run: dict[str, Any]) -> None:

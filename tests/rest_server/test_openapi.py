@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
-from aiohttp import web
+from aiohttp import WSServerHandshakeError, web
 from aiohttp.test_utils import TestServer
 from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
@@ -29,7 +29,7 @@ from openapi_spec_validator import validate
 from pai.launcher import cluster
 from pai.rest_server.keys import DB, LAUNCHER
 from pai.rest_server.openapi import document
-from pai.rest_server.routes import routes
+from pai.rest_server.routes import PYLON, routes
 from pai.store import users
 from tests.rest_server.conftest import ADMIN_PASSWORD, AGENT_TOKEN, Api
 
@@ -44,8 +44,8 @@ SAME_PATH = {"/api/v1/jobs/{key}": "/api/v1/jobs/{job}", "/api/v1/jobs/{name}": 
 
 def route_path(path: str) -> str:
     """An aiohttp route's path as the document writes it: ``{name:regex}`` is ``{name}``, the trailing slash
-    dropped."""
-    path = re.sub(r"\{(\w+):[^}]*\}", r"{\1}", path.removesuffix("{trailing_slash:/?}"))
+    dropped; the API under ``/rest-server`` is the document's second server."""
+    path = re.sub(r"\{(\w+):[^}]*\}", r"{\1}", path.removeprefix(PYLON).removesuffix("{trailing_slash:/?}"))
     return SAME_PATH.get(path, path)
 
 
@@ -80,6 +80,8 @@ def check_schema(instance: Any, schema: dict[str, Any], what: str) -> None:
 
 # ---- the world a case runs in --------------------------------------------------------------------------------
 
+UPGRADE = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+           "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
 YAML_JOB = ("protocolVersion: 2\nname: {name}\ntype: job\ndefaults: {{virtualCluster: {vc}}}\n"
             "prerequisites:\n  - {{type: dockerimage, name: img, uri: busybox}}\n"
             "taskRoles:\n  w:\n    instances: 1\n    dockerImage: img\n"
@@ -107,8 +109,14 @@ class World:
         self.done: set[str] = set()
 
     async def request(self, method: str, path: str, *, token: str | None, json_body: Any = None,
-                      body: str | None = None, content_type: str | None = None) -> Answer:
+                      body: str | None = None, content_type: str | None = None, websocket: bool = False) -> Answer:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
+        if websocket:  # a handshake: 101 and open, or the refusal's answer
+            try:
+                async with self.api.client.ws_connect(path, headers=headers):
+                    return Answer(101, "", None)
+            except WSServerHandshakeError:
+                headers.update(UPGRADE)
         if content_type:
             headers["Content-Type"] = content_type
         resp = await self.api.client.request(method, path, json=json_body, data=body, headers=headers)
@@ -161,6 +169,24 @@ class World:
         await self.setup("log-server")
         assert (await self.admin("POST", "/api/v1/jobs", json_body=v1_job("r"))).status == 202
         await self.wait("admin~r", "RUNNING")
+
+    async def _listening(self) -> None:
+        """admin~r's task reported running by n1, and something listening on its port ``http``."""
+        await self.setup("running")
+        detail = (await self.admin("GET", "/api/v2/jobs/admin~r")).body
+        task = detail["taskRoles"]["w"]["taskStatuses"][0]
+        report = {"attemptId": task["containerId"], "jobKey": "admin~r", "role": "w", "index": 0, "status": "running"}
+        answer = await self.request("POST", "/api/internal/agents/n1/heartbeat", token=AGENT_TOKEN,
+                                    json_body={"version": 1, "node": "n1", "containers": [report]})
+        assert answer.status == 200, answer
+        self.listener = await asyncio.start_server(lambda r, w: w.close(), "127.0.0.1",
+                                                   int(task["containerPorts"]["http"]))
+        for _ in range(200):
+            detail = (await self.admin("GET", "/api/v2/jobs/admin~r")).body
+            if detail["taskRoles"]["w"]["taskStatuses"][0]["taskState"] == "RUNNING":
+                return
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"admin~r's task never started: {detail}")
 
     async def _log_server(self) -> None:
         """Node n1, with a log server (as an agent runs) that has every log."""
@@ -222,6 +248,8 @@ class World:
     async def close(self) -> None:
         if "log-server" in self.done:
             await self.server.close()
+        if "listening" in self.done:
+            self.listener.close()
 
 
 # ---- the table -----------------------------------------------------------------------------------------------
@@ -240,6 +268,7 @@ class Case:
     setup: tuple[str, ...] = ()
     note: str = ""
     check: Callable[[Answer], None] | None = field(default=None, compare=False)
+    websocket: bool = False  # asked as a WebSocket handshake
 
     @property
     def id(self) -> str:
@@ -560,8 +589,29 @@ def _vcs() -> Iterator[Case]:
                json_body={"strictfifo": True}, note="pai's form")
 
 
+def _task_ports() -> Iterator[Case]:
+    tunnel = "GET /api/v2/jobs/{key}/tasks/{role}/{index}/ports/{label}/tunnel"
+    url = "/api/v2/jobs/admin~{}/tasks/{}/{}/ports/{}/tunnel"
+    yield case(tunnel, 101, url.format("r", "w", 0, "http"), setup=("listening",), websocket=True)
+    yield case(tunnel, 400, url.format("r", "w", 0, "http"), "InvalidParametersError", setup=("listening",),
+               note="not a WebSocket")
+    yield case(tunnel, 403, url.format("j", "w", 0, "http"), "ForbiddenUserError", as_="bob", setup=("job", "bob"),
+               websocket=True, note="a reader who is not the owner")
+    yield case(tunnel, 403, url.format("j", "w", 0, "http"), "ForbiddenUserError", as_="bob",
+               setup=("job", "private", "bob"), websocket=True, note="may not read")
+    yield case(tunnel, 404, url.format("nope", "w", 0, "http"), "NoJobError", websocket=True)
+    yield case(tunnel, 404, url.format("r", "x", 0, "http"), "NoTaskRoleError", setup=("listening",),
+               websocket=True)
+    yield case(tunnel, 404, url.format("r", "w", 0, "tb"), "NoTaskPortError", setup=("listening",), websocket=True)
+    yield case(tunnel, 409, url.format("j", "w", 0, "http"), "TaskNotRunningError", setup=("job",), websocket=True)
+    yield case(tunnel, 502, url.format("r", "w", 0, "ssh"), "TaskPortUnreachableError", setup=("listening",),
+               websocket=True)
+    yield case("POST /api/v2/proxy/session", 200)
+    yield case("DELETE /api/v2/proxy/session", 200, as_="none")
+
+
 CASES = [*_service(), *_auth(), *_users(), *_groups(), *_submissions(), *_job_reads(), *_job_changes(), *_cluster(),
-         *_vcs()]
+         *_vcs(), *_task_ports()]
 
 
 # ---- the tests -----------------------------------------------------------------------------------------------
@@ -572,9 +622,10 @@ def test_the_document_is_valid_openapi() -> None:
 
 
 def is_public_api(path: str) -> bool:
-    """The REST API the document describes: all but the agents' /api/internal/, the dashboard's pages and the
-    Prometheus endpoints, which are served beside it and are not part of it."""
-    return not (path.startswith(("/api/internal/", "/dashboard/", "/metrics")) or path == "/")
+    """The REST API the document describes: all but the agents' /api/internal/, the dashboard's pages, the
+    Prometheus endpoints and the proxy to tasks' ports (the tasks' own APIs), which are served beside it and are not
+    part of it."""
+    return not (path.startswith(("/api/internal/", "/dashboard/", "/metrics", "/proxy/")) or path == "/")
 
 
 def test_every_public_route_is_an_operation_and_every_operation_a_route() -> None:
@@ -617,10 +668,12 @@ async def test_a_documented_answer_occurs(api: Api, c: Case) -> None:
         token = await world.token(c.as_)
         url = c.url.replace("{bob}", world.tokens.get("bob", ""))
         answer = await world.request(c.method, url, token=token, json_body=c.json_body, body=c.body,
-                                     content_type=c.content_type)
+                                     content_type=c.content_type, websocket=c.websocket)
     finally:
         await world.close()
     assert answer.status == c.status, answer.body
+    if c.status == 101:  # switched to the WebSocket: no HTTP body
+        return
     documented_answer = response(c.method, c.path, c.status)
     content = documented_answer.get("content", {})
     assert answer.content_type in content, f"{answer.content_type} is not documented for {c.id}: {list(content)}"
@@ -651,7 +704,7 @@ def _check_request_body(c: Case) -> None:
 
 SAMPLES = {"key": "admin~nope", "job": "admin~nope", "user": "admin", "name": "nope", "group": "default",
            "vc": "default", "attempt": "0", "index": "0", "task_attempt": "0", "role": "w", "stream": "stdout",
-           "token": "nope", "node": "n1", "attr": "acls"}
+           "token": "nope", "node": "n1", "attr": "acls", "label": "http"}
 
 
 async def test_without_a_token_exactly_the_documented_operations_answer_401(api: Api) -> None:

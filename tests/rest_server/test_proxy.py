@@ -41,6 +41,7 @@ class TaskApp:
         app.router.add_get(PREFIX + "/ws", self.ws)
         app.router.add_get(PREFIX + "/stream", self.stream)
         app.router.add_get(PREFIX + "/gzip", self.gzipped)
+        app.router.add_get(PREFIX + "/empty/{status:\\d+}", self.empty)
         app.router.add_route("*", PREFIX + "/{tail:.*}", self.echo)
         self.runner = web.AppRunner(app)
         await self.runner.setup()
@@ -71,6 +72,10 @@ class TaskApp:
 
     async def gzipped(self, request: web.Request) -> web.Response:
         return web.Response(body=gzip.compress(b"compressed " * 100), headers={"Content-Encoding": "gzip"})
+
+    async def empty(self, request: web.Request) -> web.Response:
+        status = int(request.match_info["status"])
+        return web.Response(status=status, headers={"ETag": '"v1"', "Location": PREFIX + "/elsewhere"})
 
     async def ws(self, request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse(protocols=("echo.v1",))
@@ -152,6 +157,23 @@ async def test_an_encoded_answer_comes_back_as_the_task_sent_it(proxied: tuple[A
     resp = await api.client.get(PREFIX + "/gzip", headers=api.headers(), auto_decompress=False)
     assert resp.headers["Content-Encoding"] == "gzip"
     assert gzip.decompress(await resp.read()) == b"compressed " * 100
+
+
+@pytest.mark.parametrize("status", [204, 302, 304])
+async def test_answers_without_a_body_and_redirects_come_back_as_they_are(proxied: tuple[Api, TaskApp],
+                                                                         status: int) -> None:
+    api, _ = proxied
+    resp = await api.client.get(f"{PREFIX}/empty/{status}", headers=api.headers(), allow_redirects=False)
+    assert resp.status == status and resp.headers["ETag"] == '"v1"' and await resp.read() == b""
+    assert resp.headers["Location"] == PREFIX + "/elsewhere"  # a redirect is the client's to follow
+
+
+async def test_head_and_options(proxied: tuple[Api, TaskApp]) -> None:
+    api, _ = proxied
+    resp = await api.client.head(PREFIX + "/page", headers=api.headers())
+    assert resp.status == 200 and int(resp.headers["Content-Length"]) > 0 and await resp.read() == b""
+    resp = await api.client.options(PREFIX + "/page", headers=api.headers())
+    assert resp.status == 200 and (await resp.json())["method"] == "OPTIONS"
 
 
 async def test_a_websocket_through_the_proxy(proxied: tuple[Api, TaskApp]) -> None:

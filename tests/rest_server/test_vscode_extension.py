@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
+import pytest
+
 from tests.rest_server.conftest import ADMIN_PASSWORD, Api
 
 FORM = "application/x-www-form-urlencoded"
@@ -42,39 +44,60 @@ def qs_stringify(value: Any, prefix: str = "") -> list[str]:
     return [f"{quote(prefix, safe='')}={quote(text, safe='')}"]
 
 
-async def test_the_extensions_calls_get_what_it_expects(api: Api) -> None:
+@pytest.mark.parametrize("base", [
+    pytest.param("/rest-server", id="behind pylon: /healthz answers at the host, as pai's does"),
+    pytest.param("", id="host:9186: when /healthz does not answer"),
+])
+async def test_the_extensions_calls_get_what_it_expects(api: Api, base: str) -> None:
     status, _ = await api.call("GET", "/healthz", token="")
-    assert status == 200  # clusterManager: the cluster answers
+    assert status == 200  # clusterManager.add: the cluster answers, so the API is at {host}/rest-server
 
-    status, answer = await api.call("GET", "/api/v2/jobs/protocolversion/config", token="")
+    status, info = await api.call("GET", f"{base}/api/v2/info", token="")  # autoAddOIDCUserInfo
+    assert status == 200 and info["authnMethod"] == "basic" and info["launcherType"] == "k8s"
+
+    status, answer = await api.call("GET", f"{base}/api/v2/jobs/protocolversion/config", token="")
     assert answer["code"] != "NoApiError", answer  # anything else: protocol version 2 (NoApiError: v1 only)
 
     body = f"username=admin&password={ADMIN_PASSWORD}&expiration=4000"
-    status, answer = await api.call("POST", "/api/v1/token", body=body, content_type=FORM, token="")
+    status, answer = await api.call("POST", f"{base}/api/v1/token", body=body, content_type=FORM, token="")
     assert status == 200 and answer["token"]
     token = answer["token"]
 
-    status, answer = await api.call("GET", "/api/v1/user/admin/jobs/vscode-v1", token=token)
+    status, answer = await api.call("GET", f"{base}/api/v1/user/admin/jobs/vscode-v1", token=token)
     assert (status, answer["code"]) == (404, "NoJobError")  # the name is free: the extension goes on
 
     form = "&".join(qs_stringify(V1_JOB))
     assert "taskRoles%5B0%5D%5BtaskNumber%5D=1" in form
-    status, answer = await api.call("POST", "/api/v1/user/admin/jobs", body=form, content_type=FORM, token=token)
+    status, answer = await api.call("POST", f"{base}/api/v1/user/admin/jobs", body=form, content_type=FORM,
+                                    token=token)
     assert status == 202, answer
 
-    status, answer = await api.call("GET", "/api/v1/user/admin/jobs/vscode-v1", token=token)
+    status, answer = await api.call("GET", f"{base}/api/v1/user/admin/jobs/vscode-v1", token=token)
     assert status == 200 and answer["name"] == "vscode-v1"  # now taken: the extension asks for another name
-    status, config = await api.call("GET", "/api/v2/jobs/admin~vscode-v1/config", token=token)
+    status, config = await api.call("GET", f"{base}/api/v2/jobs/admin~vscode-v1/config", token=token)
     assert config["taskRoles"][0]["taskNumber"] == 1 and config["jobEnvs"] == {"MODE": "debug"}  # numbers again
 
-    status, answer = await api.call("POST", "/api/v2/jobs", body=V2_JOB, content_type="text/yaml", token=token)
+    status, answer = await api.call("POST", f"{base}/api/v2/jobs", body=V2_JOB, content_type="text/yaml",
+                                    token=token)
     assert status == 202, answer
 
-    status, listed = await api.call("GET", "/api/v2/jobs", token=token)
+    status, listed = await api.call("GET", f"{base}/api/v2/jobs", token=token)
     assert sorted(j["name"] for j in listed) == ["vscode-v1", "vscode-v2"]
-    status, detail = await api.call("GET", "/api/v2/jobs/admin~vscode-v2", token=token)
+    status, detail = await api.call("GET", f"{base}/api/v2/jobs/admin~vscode-v2", token=token)
     assert status == 200 and detail["jobStatus"]["username"] == "admin"
     assert list(detail["taskRoles"]) == ["main"]
+
+
+async def test_under_rest_server_only_the_api_answers_as_itself(api: Api) -> None:
+    status, answer = await api.call("GET", "/rest-server/api/v2/nothing")
+    assert (status, answer["code"]) == (404, "NoApiError")  # as /api/v2/nothing
+    status, answer = await api.call("GET", "/rest-server/api/v2/users/")
+    assert status == 200 and [u["username"] for u in answer] == ["admin"]  # a trailing slash too
+    status, _ = await api.call("GET", "/rest-server/api/v2/users", token="not-a-token")
+    assert status == 401
+    for path in ("/rest-server/", "/rest-server/healthz", "/rest-server/api/internal/agents/register"):
+        status, _ = await api.call("GET", path)
+        assert status in (404, 405), path  # the dashboard, the monitors and the agents' door are not under it
 
 
 async def test_a_bad_form_job_is_refused_naming_the_field(api: Api) -> None:

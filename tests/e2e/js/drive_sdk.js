@@ -83,6 +83,19 @@ const longJob = { ...twoInstances, name: 'sdk-long',
     return job.jobStatus.state === 'STOPPED' && job;
   }, 60)).jobStatus.state;
 
+  // Behind OpenPAI's pylon the API is under /rest-server: a client given that URI works the same
+  const pylon = new PAIV2.OpenPAIClient({ rest_server_uri: `${server}/rest-server`, https: false, username: 'admin',
+    password: adminPassword });
+  out.pylon = {
+    info: await pylon.api.getClusterInfo(),
+    listed: (await pylon.job.listJobs({ username: 'admin' })).map((j) => j.name).sort(),
+    state: (await pylon.job.getJob('admin', 'sdk-pair')).jobStatus.state,
+    configName: (await pylon.job.getJobConfig('admin', 'sdk-pair')).name,
+    submit: await pylon.job.createJob({ ...longJob, name: 'sdk-pylon' }),
+    stop: await pylon.job.updateJobExecutionType('admin', 'sdk-pylon', 'STOP'),
+    unknownJob: await error(pylon.job.getJob('admin', 'no-such-job')),
+  };
+
   out.errors = {
     // The SDK logs in on its first call; a refused login is thrown by its own login (a later call wraps that
     // error again and loses it, with OpenPAI too), so the login is asked for directly here.

@@ -1,0 +1,85 @@
+"""``pai port-forward JOB LOCAL:LABEL``: a local port that reaches a running task's labelled port through the master
+(each connection one tunnel), for anything the proxy does not carry (a database, a debugger, ssh)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+
+import click
+from aiohttp import ClientSession
+
+from pai.cli.command import client_command, connect, master_option
+from pai.cli.errors import CliError
+from pai.cli.jobview import first_role
+from pai.cli.tunnel import open_tunnel, pump, tunnel_path
+
+
+def parse_mapping(mapping: str) -> tuple[int, str]:
+    """``LOCAL:LABEL`` (LOCAL 0: any free port)."""
+    local, colon, label = mapping.partition(":")
+    if not colon or not label or not local.isdigit() or not 0 <= int(local) <= 65535:
+        raise click.BadParameter(f"{mapping!r}: expected LOCAL:LABEL, like 6006:tensorboard (LOCAL 0: any free port)",
+                                 param_hint="LOCAL:LABEL")
+    return int(local), label
+
+
+class Forwarder:
+    """Accepts local connections and gives each a tunnel of its own."""
+
+    def __init__(self, master: str, token: str | None, path: str) -> None:
+        self.master, self.token, self.path = master, token, path
+        self.session: ClientSession | None = None
+
+    async def check(self) -> None:
+        """One tunnel opened and closed at once, so that a refusal (not running, no such label, may not) is told
+        before anything listens."""
+        assert self.session is not None
+        ws = await open_tunnel(self.session, self.master, self.token, self.path)
+        await ws.close()
+
+    async def connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        assert self.session is not None
+        try:
+            ws = await open_tunnel(self.session, self.master, self.token, self.path)
+        except CliError as e:
+            click.echo(f"error: {e.render()}", err=True)
+            writer.close()
+            return
+        await pump(ws, reader, writer)
+
+    async def serve(self, local: int, what: str) -> None:
+        async with ClientSession() as self.session:
+            await self.check()
+            server = await asyncio.start_server(self.connection, "127.0.0.1", local)
+            port = server.sockets[0].getsockname()[1]
+            click.echo(f"Forwarding 127.0.0.1:{port} -> {what} (Ctrl-C to stop)")
+            sys.stdout.flush()
+            async with server:
+                await server.serve_forever()
+
+
+@client_command("port-forward")
+@click.argument("name")
+@click.argument("mapping", metavar="LOCAL:LABEL")
+@click.option("--role", metavar="ROLE", help="Task role (default: the job's first role).")
+@click.option("--index", type=click.IntRange(min=0), default=0, show_default=True, help="Task index in the role.")
+@master_option
+def port_forward(name: str, mapping: str, role: str | None, index: int, master: str | None) -> None:
+    """Forward a local port to a running task's port.
+
+    Listens on 127.0.0.1:LOCAL; every connection there reaches the port labelled LABEL of task INDEX of ROLE of job
+    NAME, through the master (the node's ports need not be reachable from here). The job's owner and admins only.
+    For a web app, the browser can use the master's proxy instead: /proxy/<user>~<job>/<role>/<index>/<label>/.
+    """
+    local, label = parse_mapping(mapping)
+    conn = connect(master)
+    key = conn.job_key(name)
+    if role is None:
+        role = first_role(conn.api.job(key))
+        if role is None:
+            raise CliError(f"job {key} has no task roles")
+    forwarder = Forwarder(conn.session.master, conn.session.token, tunnel_path(key, role, index, label))
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(forwarder.serve(local, f"port {label} of {role}[{index}] of {key}"))
