@@ -43,7 +43,7 @@ export function connectLines(key, role, index, mayEnter, labels = []) {
   if (mayEnter) {
     const label = labels.find((l) => l !== "ssh" && l !== "http") || "http";
     lines.push(`pai exec -it ${task} -- bash`,
-      `pai ssh ${task}                 # jobs with the ssh plugin (docs/interactive.md)`,
+      `pai ssh ${task}                 # with a key of yours (docs/interactive.md)`,
       `pai ssh ${task} --config >> ~/.ssh/config   # then VS Code Remote-SSH to the host it names`,
       `pai port-forward ${key} 8080:${label} --role ${role} --index ${index}   # localhost:8080 reaches its port`);
   }
