@@ -68,10 +68,7 @@ export function logPane(key) {
     connect.hidden = !lines;
     if (lines && connectText.textContent !== lines) connectText.textContent = lines;
     const want = !t.containerId ? "none" : ENDED.includes(t.taskState) ? "once" : "follow";
-    if (mode && mode.want === want && (want !== "once" || mode.attempt === t.containerId)) return;
-    if (mode && mode.want === "follow" && want === "once" && Object.values(streams).every((st) => st.done || st.reader)) {
-      return; // the streams end with the task (or have): they hold its whole output
-    }
+    if (settled(want, t.containerId)) return;
     stopAll();
     mode = { want, attempt: t.containerId };
     for (const st of Object.values(streams)) {
@@ -79,26 +76,40 @@ export function logPane(key) {
         clear(st, `No output yet: ${task.role}[${task.index}] has not started.`);
         show(st.note);
       } else if (want === "once") {
-        readOnce(st, task);
+        readOnce(st, task, mode);
       } else {
         follow(st, task);
       }
     }
   }
 
-  async function readOnce(st, asked) {
+  /** Whether the panes already do what the task's state asks for. */
+  function settled(want, attempt) {
+    if (!mode) return false;
+    const all = Object.values(streams);
+    if (want === "none") return mode.want === "none";
+    if (want === "once") { // read once per attempt; a follow that ended with the task (or still ends) has it all
+      return mode.want === "once" ? mode.attempt === attempt
+        : mode.want === "follow" && all.every((st) => st.done || st.reader);
+    }
+    // Following: a stream still open carries every new attempt; one that ended is opened again for a new attempt
+    // (a broken one is opened again by its own timer).
+    return mode.want === "follow" && (all.some((st) => st.reader) || mode.attempt === attempt);
+  }
+
+  async function readOnce(st, asked, m) {
     const url = `${logUrl(asked, st.name)}?tail=${TAIL}`;
     try {
       const resp = await request("GET", url, { raw: true });
       const size = Number(resp.headers.get("X-Log-Size") || 0);
       const text = await resp.text();
-      if (asked !== task) return;
+      if (m !== mode) return;
       clear(st, text || "(empty)");
       show(st.note, size > TAIL ? `${size.toLocaleString()} bytes, the last ${TAIL / 1024} KiB shown`
         : `${size.toLocaleString()} bytes`);
       st.pre.scrollTop = st.pre.scrollHeight;
     } catch (e) {
-      if (asked === task) failed(st, e);
+      if (m === mode) failed(st, e);
     }
   }
 
