@@ -110,6 +110,13 @@ def test_a_tasks_output_is_followed_by_one_streaming_read_across_its_attempts(
     assert len(reads) == 2, reads
     expect(stdout).to_contain_text(re.compile(r"tick \d+"))
 
+    reads.clear()  # the page of a task that has ended reads each stream once, without following
+    page.reload()
+    expect(stdout).to_contain_text(re.compile(r"tick \d+"))
+    refreshes(page, key, 3)
+    assert sorted(u.split("?")[0].rsplit("/", 1)[1] for u in reads) == ["stderr", "stdout"], reads
+    assert not any("follow" in u for u in reads), reads
+
 
 def refreshes(page: Any, key: str, n: int) -> None:
     """Wait for the page to read the job ``n`` more times (it does every 2 s)."""
