@@ -65,12 +65,12 @@ def job() -> None:
 @output_option
 @master_option
 def show_job(name: str, output: OutputFormat, master: str | None) -> None:
-    """Show a job's status, tasks and events.
+    """Show a job's status, tasks, events, and the URL of each port of its running tasks through the master.
 
     NAME is user~job, or just job for one of yours.
     """
     conn = connect(master)
-    output.emit(conn.api.job(conn.job_key(name)), render_job_detail)
+    output.emit(conn.api.job(conn.job_key(name)), lambda detail: render_job_detail(detail, conn.session.master))
 
 
 @job.command("config", cls=ClientCommand)

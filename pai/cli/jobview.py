@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 from pai.cli.output import MISSING, cell, format_time, render_table
 from pai.domain import JobState
@@ -10,6 +11,7 @@ from pai.domain import JobState
 JOB_HEADERS = ("NAME", "STATE", "VC", "RETRIES", "GPU", "TASKS", "SUBMITTED", "COMPLETED")
 TASK_HEADERS = ("ROLE", "INDEX", "STATE", "NODE", "IP", "PORTS", "EXIT", "RETRIES")
 EVENT_HEADERS = ("TIME", "KIND", "MESSAGE")
+PROXY_HEADERS = ("TASK", "PORT", "URL")
 _FINISHED = frozenset(s.value for s in JobState if s.is_terminal())
 
 
@@ -109,11 +111,31 @@ def _task_rows(detail: dict[str, Any]) -> list[tuple[object, ...]]:
     return rows
 
 
+def proxy_url(master: str, key: str, role: str, index: object, label: str) -> str:
+    """Where a task's labelled port is opened through the master (its proxy, ``/proxy/{user}~{job}/...``)."""
+    return f"{master.rstrip('/')}/proxy/{quote(key, safe='~')}/{quote(role, safe='')}/{index}/{quote(label, safe='')}/"
+
+
+def _proxied(detail: dict[str, Any], key: str, master: str) -> list[tuple[object, ...]]:
+    """A row per labelled port of each running task but ``ssh`` (no web page: ``pai ssh``)."""
+    rows: list[tuple[object, ...]] = []
+    for role, body in _dict(detail.get("taskRoles")).items():
+        for task in map(_dict, _list(_dict(body).get("taskStatuses"))):
+            if task.get("taskState") != "RUNNING":
+                continue
+            for label, ports in _dict(task.get("containerPorts")).items():
+                if label != "ssh" and ports:
+                    rows.append((f"{role}[{task.get('taskIndex')}]", label,
+                                 proxy_url(master, key, role, task.get("taskIndex"), label)))
+    return rows
+
+
 def _event_time(value: object) -> str:
     return format_time(value) if isinstance(value, int | float) else cell(value)
 
 
-def render_job_detail(detail: dict[str, Any]) -> str:
+def render_job_detail(detail: dict[str, Any], master: str | None = None) -> str:
+    """The job for people; with the ``master``'s URL, also where each port of its running tasks opens."""
     status = _dict(detail.get("jobStatus"))
     name = detail.get("name")
     key = name if isinstance(name, str) and "~" in name else f"{status.get('username')}~{name}"
@@ -135,6 +157,10 @@ def render_job_detail(detail: dict[str, Any]) -> str:
     if waiting:
         lines.append(f"Waiting: {waiting}")
     lines += ["", render_table(TASK_HEADERS, _task_rows(detail))]
+    proxied = _proxied(detail, key, master) if master else []
+    if proxied:
+        lines += ["", "Ports through the master (a browser opens them from the job's page on the dashboard):",
+                  render_table(PROXY_HEADERS, proxied)]
     events = [_dict(e) for e in _list(detail.get("events"))]
     if events:
         rows = [(_event_time(e.get("time")), e.get("kind"), e.get("message")) for e in events]

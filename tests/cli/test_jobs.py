@@ -110,6 +110,26 @@ def test_job_show_renders_status_waiting_reason_tasks_and_events(run: Run, logge
                           "2023-11-14 22:13:20  SUBMITTED  submitted by admin"]
 
 
+def test_job_show_prints_where_each_port_of_a_running_task_opens_through_the_master(
+        run: Run, logged_in: FakeMaster) -> None:
+    ports = {"http": "20001", "ssh": "20002", "tensorboard": "20003", "none": ""}
+    logged_in.reply("GET", MNIST, job_detail(roles={
+        "main": [task_status(0, containerPorts=ports), task_status(1, taskState="SUCCEEDED", containerPorts=ports)],
+    }))
+    lines = run("job", "show", "mnist").stdout.splitlines()
+    head = lines.index("Ports through the master (a browser opens them from the job's page on the dashboard):")
+    url = f"{logged_in.url}/proxy/admin~mnist/main/0"
+    assert [line.split() for line in lines[head + 1:head + 4]] == [
+        ["TASK", "PORT", "URL"], ["main[0]", "http", f"{url}/http/"], ["main[0]", "tensorboard", f"{url}/tensorboard/"],
+    ]  # ssh is no web page, a label without a port opens nothing, an ended task's ports are gone
+    assert not any("/proxy/" in line for line in lines[head + 4:])
+
+
+def test_job_show_without_a_running_task_names_no_proxy_url(run: Run, logged_in: FakeMaster) -> None:
+    logged_in.reply("GET", MNIST, WAITING_DETAIL)
+    assert "/proxy/" not in run("job", "show", "mnist").stdout
+
+
 def test_job_show_accepts_a_full_key_and_quotes_it(run: Run, logged_in: FakeMaster) -> None:
     logged_in.reply("GET", "/api/v2/jobs/bob~a b", job_detail("a b", username="bob"))
     result = run("job", "show", "bob~a b")

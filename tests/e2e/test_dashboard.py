@@ -10,23 +10,18 @@ once its agent is killed. Every page is saved as a screenshot under ``$PAI_TEST_
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pai.cli.api import MasterApi
 from pai.cli.http import HttpClient
+from tests.e2e.browser import WAIT_MS, shot, sign_in
 from tests.e2e.harness import ADMIN_PASSWORD, Cluster, cluster, wait_for
 
-CHROMIUM = Path(os.environ.get("PAI_CHROMIUM", "/usr/bin/chromium"))
-ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = Path(os.environ.get("PAI_TEST_ARTIFACTS") or ROOT / "test-artifacts") / "dashboard"
 ALICE = ("alice", "alice-password")
-WAIT_MS = 20_000  # Playwright's expectations poll until then
 
 TICKER = """protocolVersion: 2
 name: {name}
@@ -43,27 +38,6 @@ taskRoles:
 """
 
 
-def _playwright() -> Any:
-    """Playwright's sync API, with Chromium at ``CHROMIUM``; else skip (fail under CI=true)."""
-    problem = None
-    try:
-        from playwright import sync_api
-    except ImportError:
-        problem = "playwright is not installed (pip install -e '.[dev]')"
-    if problem is None and not CHROMIUM.exists():
-        problem = f"{CHROMIUM} is missing (Debian: chromium); scripts/test.sh installs it"
-    if problem is not None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(problem)
-        pytest.skip(problem)
-    return sync_api
-
-
-@pytest.fixture(scope="module")
-def pw() -> Any:
-    return _playwright()
-
-
 @pytest.fixture(scope="module")
 def dash(tmp_path_factory: pytest.TempPathFactory, pw: Any) -> Iterator[Cluster]:
     agents = [("node-a", "127.0.0.2", 4), ("node-b", "127.0.0.3", 4)]
@@ -72,42 +46,6 @@ def dash(tmp_path_factory: pytest.TempPathFactory, pw: Any) -> Iterator[Cluster]
                  agent_args=("--runtime", "process", "--gpus", "4")) as c:
         c.api.create_user({"username": ALICE[0], "password": ALICE[1]})
         yield c
-
-
-@pytest.fixture(scope="module")
-def browser(pw: Any) -> Iterator[Any]:
-    with pw.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), headless=True)
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    """A fresh browser context (its own session storage); uncaught page errors fail the test."""
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    yield page
-    context.close()
-    assert errors == [], f"JavaScript errors on the page: {errors}"
-
-
-def shot(page: Any, name: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
-
-
-def sign_in(page: Any, url: str, user: str, password: str, expect: Any, *, screenshot: bool = False) -> None:
-    page.goto(url + "/")
-    expect(page.locator("form.login")).to_be_visible()
-    if screenshot:
-        shot(page, "login")
-    page.fill("input[name=username]", user)
-    page.fill("input[name=password]", password)
-    page.click("form.login button[type=submit]")
-    expect(page.locator("#who")).to_contain_text(user)
 
 
 def as_alice(c: Cluster) -> MasterApi:

@@ -22,8 +22,9 @@ let unauthorized = () => {};
 /** What to do when the master refuses the token (expired, revoked): the app signs the user out. */
 export function onUnauthorized(fn) { unauthorized = fn; }
 
-/** One request; JSON (or text) back, or an ApiError. `raw`: the Response itself. */
-export async function request(method, path, { json, body, contentType, accept, raw } = {}) {
+/** One request; JSON (or text) back, or an ApiError. `raw`: the Response itself (its body unread, e.g. a stream);
+ *  `signal`: an AbortController's, to cancel it. */
+export async function request(method, path, { json, body, contentType, accept, raw, signal } = {}) {
   const headers = {};
   const s = session.get();
   if (s && s.token) headers.Authorization = `Bearer ${s.token}`;
@@ -34,7 +35,7 @@ export async function request(method, path, { json, body, contentType, accept, r
     headers["Content-Type"] = contentType;
   }
   if (accept) headers.Accept = accept;
-  const resp = await fetch(path, { method, headers, body, cache: "no-store" });
+  const resp = await fetch(path, { method, headers, body, cache: "no-store", signal });
   if (!resp.ok) {
     let code = "", message = `${resp.status} ${resp.statusText}`;
     try { ({ code, message } = await resp.json()); } catch { /* not JSON */ }

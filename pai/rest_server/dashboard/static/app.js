@@ -138,6 +138,7 @@ onUnauthorized(() => {
   if (!location.hash.startsWith("#/login")) signOut();
 });
 document.getElementById("logout").addEventListener("click", async () => {
+  try { await request("DELETE", "/api/v2/proxy/session"); } catch { /* the proxy's cookie dies with the token anyway */ }
   try { await request("DELETE", "/api/v2/authn/basic/logout"); } catch { /* the token is dropped either way */ }
   session.clear();
   stop();

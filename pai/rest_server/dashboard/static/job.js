@@ -1,8 +1,10 @@
-// One job: its status, task roles (per-task state, node, ports, exit code and spec), the waiting reason, the live
-// tail of a task's stdout and stderr, its attempts and history (preemptions included); stop and clone.
+// One job: its status, task roles (per-task state, node, ports — a running task's opened through the master's
+// proxy —, exit code and spec), the waiting reason, a task's stdout and stderr followed live and the command lines
+// that reach into it, its attempts and history (preemptions included); stop and clone.
 import { ApiError, get, jobPath, post, put, request } from "./api.js";
 import { badge, fmtDuration, fmtTime, h, panel, show, table } from "./dom.js";
 import { logPane } from "./logs.js";
+import { connectLines, portCell } from "./ports.js";
 
 const ACTIVE = ["WAITING", "RUNNING"];
 
@@ -26,15 +28,15 @@ export function mount(root, ctx) {
       h("button", { type: "button", id: "clone", onclick: () => clone.open(key, d.name) }, "Clone"));
     show(info, panel(null, facts(d)));
     show(waiting, st.waitingReason ? panel("Why it waits", waitingBox(st.waitingReason)) : null);
-    show(roles, Object.entries(d.taskRoles).map(([role, r]) => roleTable(role, r.taskStatuses, logs.select)));
-    logs.tasks(d);
+    show(roles, Object.entries(d.taskRoles).map(([role, r]) =>
+      roleTable(role, r.taskStatuses, logs.select, (t) => portCell(key, role, t, ctx.report))));
+    logs.tasks(d, (role, index, labels) => connectLines(key, role, index, mayEnter(st), labels));
     show(attempts, attemptTable(tries));
     show(events, eventTable(d.events));
   }
 
-  function mayStop(st) {
-    return ACTIVE.includes(st.state) && (ctx.session.admin || ctx.session.user === st.username);
-  }
+  const mayEnter = (st) => ctx.session.admin || ctx.session.user === st.username;
+  const mayStop = (st) => ACTIVE.includes(st.state) && mayEnter(st);
 
   async function stop() {
     try {
@@ -72,8 +74,7 @@ function waitingBox(r) {
       ? `: ${Object.entries(r.figures).map(([k, v]) => `${k} ${JSON.stringify(v)}`).join(", ")}` : ""));
 }
 
-function roleTable(role, tasks, select) {
-  const ports = (t) => Object.entries(t.containerPorts || {}).map(([k, v]) => `${k}:${v}`).join(" ") || "—";
+function roleTable(role, tasks, select, ports) {
   const exit = (t) => (t.containerExitSpec ? `${t.containerExitSpec.phrase} (${t.containerExitSpec.type})` : "—");
   return h("div.role", { "data-role": role }, h("h3", {}, role, h("span.muted", {}, ` ${tasks.length} instance${tasks.length > 1 ? "s" : ""}`)),
     table([
