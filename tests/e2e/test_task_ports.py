@@ -32,7 +32,7 @@ from pai.cli.api import MasterApi
 from pai.cli.http import HttpClient
 from tests.dbkit import BACKENDS, database_url
 from tests.e2e.harness import Cluster, cluster, stop_process, wait_for
-from tests.e2e.test_dashboard import CHROMIUM, _playwright
+from tests.e2e.browser import CHROMIUM, playwright
 
 APP = Path(__file__).resolve().parent / "taskports_app.py"
 NODE_ADDRESS = "127.0.0.28"  # an address of its own: the task's ports are there
@@ -167,7 +167,7 @@ def test_pai_port_forward(served: Cluster) -> None:
 
 
 def test_a_browser_opens_the_proxied_page_and_its_websocket(served: Cluster) -> None:
-    pw = _playwright()
+    pw = playwright()
     assert CHROMIUM.exists()
     with pw.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True)
