@@ -31,8 +31,8 @@ from aiohttp import ClientSession, WSMsgType
 from pai.cli.api import MasterApi
 from pai.cli.http import HttpClient
 from tests.dbkit import BACKENDS, database_url
-from tests.e2e.harness import Cluster, cluster, stop_process, wait_for
 from tests.e2e.browser import CHROMIUM, playwright
+from tests.e2e.harness import Cluster, cluster, stop_process, wait_for
 
 APP = Path(__file__).resolve().parent / "taskports_app.py"
 NODE_ADDRESS = "127.0.0.28"  # an address of its own: the task's ports are there
