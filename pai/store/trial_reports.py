@@ -91,8 +91,9 @@ def report(s: Session, trial_id: int, step: object, values: Mapping[str, object]
     rows = [{"trial_id": trial_id, "step": at_step, "name": name, "value": checked[name]} for name in sorted(checked)]
     if s.get(TrialRow, trial_id) is None:
         raise NoTrialError(f"trial {trial_id} not found")
-    result: Any = s.execute(_insert(s)(TrialMetricRow).values(rows).on_conflict_do_nothing())
-    stored = int(result.rowcount or 0)
+    # RETURNING names the rows inserted (a conflicting one returns nothing): a rowcount is not reliable on every driver
+    stored = len(s.execute(_insert(s)(TrialMetricRow).values(rows).on_conflict_do_nothing()
+                           .returning(TrialMetricRow.name)).all())
     moved = s.execute(
         update(TrialRow).where(TrialRow.id == trial_id, TrialRow.points + stored <= MAX_POINTS_PER_TRIAL)
         .values(points=TrialRow.points + stored).returning(TrialRow.stop_requested)
