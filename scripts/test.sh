@@ -39,7 +39,7 @@ if command -v pg_ctlcluster >/dev/null 2>&1 && ! pg_isready -q -h 127.0.0.1 -p 5
 fi
 
 bin=$("$PY" -c 'import sysconfig; print(sysconfig.get_path("scripts"))')
-"$PY" -m ruff check pai tests bench
+"$PY" -m ruff check pai pai_trial tests bench
 "$PY" -m mypy
 "$bin/lint-imports"
 # pytest exits 5 when it collected no test: that is a failure here too.

@@ -9,7 +9,7 @@ import pytest
 from tests.depcheck import Requirements, imported_modules, normalize, undeclared
 
 ROOT = Path(__file__).resolve().parents[1]
-LOCAL = frozenset({"pai", "job_schemas", "tests", "bench", "examples"})
+LOCAL = frozenset({"pai", "pai_trial", "job_schemas", "tests", "bench", "examples"})
 
 
 def _py(*folders: str) -> list[Path]:
@@ -19,6 +19,12 @@ def _py(*folders: str) -> list[Path]:
 def test_every_module_pai_imports_is_a_declared_runtime_dependency() -> None:
     missing = undeclared(_py("pai"), Requirements.read(ROOT / "pyproject.toml").runtime, LOCAL, ROOT)
     assert not missing, "pyproject.toml [project] dependencies do not declare: " + "; ".join(map(str, missing))
+
+
+def test_pai_trial_imports_the_standard_library_only() -> None:
+    # it runs inside any trial's image, where pai and its dependencies are not installed
+    missing = undeclared(_py("pai_trial"), frozenset(), frozenset({"pai_trial"}), ROOT)
+    assert not missing, "pai_trial imports more than the standard library: " + "; ".join(map(str, missing))
 
 
 def test_tests_and_benchmarks_import_only_what_the_dev_and_torch_extras_declare() -> None:

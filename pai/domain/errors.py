@@ -183,6 +183,21 @@ class ConflictVirtualClusterError(PaiError):
     status = 409
 
 
+class NoExperimentError(PaiError):
+    code = "NoExperimentError"
+    status = 404
+
+
+class NoTrialError(PaiError):
+    code = "NoTrialError"
+    status = 404
+
+
+class ConflictExperimentError(PaiError):
+    code = "ConflictExperimentError"
+    status = 409
+
+
 class InvalidTransitionError(PaiError):
     """A state change the transition table does not allow: a bug or a race, never user input."""
 

@@ -315,4 +315,66 @@ class InteractiveSessionRow(Base):
     seen_at: Mapped[float]
 
 
+
+class ExperimentRow(Base):
+    """A hyperparameter search (pai.store.experiments): its spec as posted (normalized JSON), its trials below."""
+
+    __tablename__ = "experiments"
+    __table_args__ = (UniqueConstraint("user_name", "name"), Index(None, "state"))
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    user_name: Mapped[str]
+    name: Mapped[str]
+    vc: Mapped[str]
+    spec: Mapped[dict[str, Any]]
+    state: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[float]
+    ended_at: Mapped[float | None]
+    stop_requested: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+
+
+class TrialRow(Base):
+    """A trial of an experiment: its hyperparameters and its job (None until submitted; SET NULL when the job is
+    deleted alone). ``token_hash``: sha256 of the trial's token, the only credential of its reports. ``points``: how
+    many metric rows it has (kept here so that the cap is checked without counting them)."""
+
+    __tablename__ = "trials"
+    __table_args__ = (UniqueConstraint("experiment_id", "number"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    experiment_id: Mapped[int] = mapped_column(ForeignKey("experiments.id", ondelete="CASCADE"))
+    number: Mapped[int]
+    hparams: Mapped[dict[str, Any]]
+    job_id: Mapped[str | None] = mapped_column(String(36), ForeignKey("jobs.id", ondelete="SET NULL"), index=True)
+    state: Mapped[str] = mapped_column(String(16))
+    stopped_by: Mapped[str | None] = mapped_column(String(16))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    stop_requested: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    points: Mapped[int] = mapped_column(default=0, server_default="0")
+    created_at: Mapped[float]
+
+
+class TrialMetricRow(Base):
+    """One reported value: the primary key makes a report idempotent per (trial, step, name); the first one stays."""
+
+    __tablename__ = "trial_metrics"
+
+    trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id", ondelete="CASCADE"), primary_key=True)
+    step: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    name: Mapped[str] = mapped_column(primary_key=True)
+    value: Mapped[float]
+
+
+class TrialCheckpointRow(Base):
+    """A checkpoint a trial wrote (where, at which step, the trial's own metadata); the same step again replaces it."""
+
+    __tablename__ = "trial_checkpoints"
+
+    trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id", ondelete="CASCADE"), primary_key=True)
+    step: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    path: Mapped[str] = mapped_column(Text)
+    meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON())
+    created_at: Mapped[float]
+
+
 metadata = Base.metadata

@@ -1,0 +1,187 @@
+"""Experiments and their trials (``ExperimentRow``, ``TrialRow``): a hyperparameter search, as posted, and one row
+per trial the searcher asked for, with its hyperparameters, its job and its state.
+
+States are plain strings here (the domain's experiment and trial states name them). A trial reports with a token of
+its own: the caller makes it (``credentials.new_token()``) and hands it to the trial's tasks; only its sha256
+(``credentials.token_digest``) is stored, and :func:`trial_by_token` finds the trial from it. A trial's job goes with
+its experiment (:func:`delete_experiment`); a job deleted alone leaves its trial, without a job (``job_id`` None).
+Metrics and checkpoints: ``pai.store.trial_reports``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import delete, insert, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from pai.domain.errors import ConflictExperimentError, NoExperimentError, NoTrialError
+from pai.store import jobs
+from pai.store.schema import ExperimentRow, TrialRow
+
+
+@dataclass(frozen=True, slots=True)
+class Experiment:
+    id: int
+    user: str
+    name: str
+    vc: str
+    spec: dict[str, Any]
+    state: str
+    created_at: float
+    ended_at: float | None
+    stop_requested: bool
+
+    @property
+    def key(self) -> str:
+        return f"{self.user}~{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Trial:
+    id: int
+    experiment_id: int
+    number: int
+    hparams: dict[str, Any]
+    job_id: str | None
+    state: str
+    stopped_by: str | None
+    stop_requested: bool
+    points: int  # metric rows stored (pai.store.trial_reports.MAX_POINTS_PER_TRIAL at most)
+    created_at: float
+
+
+def _experiment(row: ExperimentRow) -> Experiment:
+    return Experiment(row.id, row.user_name, row.name, row.vc, row.spec, row.state, row.created_at, row.ended_at,
+                      row.stop_requested)
+
+
+def _trial(row: TrialRow) -> Trial:
+    return Trial(row.id, row.experiment_id, row.number, row.hparams, row.job_id, row.state, row.stopped_by,
+                 row.stop_requested, row.points, row.created_at)
+
+
+def create_experiment(s: Session, user: str, name: str, vc: str, spec: dict[str, Any], *, state: str,
+                      now: float | None = None) -> Experiment:
+    """Store a new experiment; ConflictExperimentError when ``user~name`` exists (nothing stored)."""
+    at = time.time() if now is None else now
+    try:
+        with s.begin_nested():
+            new_id = s.execute(insert(ExperimentRow).values(
+                user_name=user, name=name, vc=vc, spec=spec, state=state, created_at=at,
+            ).returning(ExperimentRow.id)).scalar_one()
+    except IntegrityError as e:
+        raise ConflictExperimentError(f"experiment {user}~{name} already exists") from e
+    return Experiment(new_id, user, name, vc, spec, state, at, None, False)
+
+
+def get_experiment(s: Session, key: str) -> Experiment:
+    """The experiment ``user~name``; NoExperimentError when there is none."""
+    user, _, name = key.partition("~")
+    row = s.scalars(select(ExperimentRow).where(ExperimentRow.user_name == user, ExperimentRow.name == name)).first()
+    if row is None:
+        raise NoExperimentError(f"experiment {key} not found")
+    return _experiment(row)
+
+
+def get_experiment_by_id(s: Session, experiment_id: int) -> Experiment:
+    row = s.get(ExperimentRow, experiment_id)
+    if row is None:
+        raise NoExperimentError(f"experiment {experiment_id} not found")
+    return _experiment(row)
+
+
+def list_experiments(s: Session, user: str | None = None, *, states: tuple[str, ...] = ()) -> list[Experiment]:
+    """The experiments of ``user`` (None: everyone's), in ``states`` when given, oldest first."""
+    query = select(ExperimentRow).order_by(ExperimentRow.created_at, ExperimentRow.id)
+    if user is not None:
+        query = query.where(ExperimentRow.user_name == user)
+    if states:
+        query = query.where(ExperimentRow.state.in_(states))
+    return [_experiment(row) for row in s.scalars(query)]
+
+
+def set_experiment_state(s: Session, experiment_id: int, state: str, *, ended_at: float | None = None) -> None:
+    _updated(s.execute(update(ExperimentRow).where(ExperimentRow.id == experiment_id)
+                       .values(state=state, ended_at=ended_at)), NoExperimentError, experiment_id)
+
+
+def request_experiment_stop(s: Session, experiment_id: int) -> None:
+    """The user stopped the search: the launcher stops its trials (``request_trial_stop``) and asks for no more."""
+    _updated(s.execute(update(ExperimentRow).where(ExperimentRow.id == experiment_id).values(stop_requested=True)),
+             NoExperimentError, experiment_id)
+
+
+def delete_experiment(s: Session, experiment_id: int) -> list[str]:
+    """Delete the experiment with its trials, their metrics and checkpoints, and their jobs (``jobs.delete_job``);
+    the deleted jobs' ids. The caller makes sure none of them runs. NoExperimentError when there is none."""
+    get_experiment_by_id(s, experiment_id)
+    job_ids = [j for j in s.scalars(select(TrialRow.job_id).where(TrialRow.experiment_id == experiment_id)) if j]
+    for job_id in job_ids:
+        jobs.delete_job(s, job_id)
+    s.execute(delete(ExperimentRow).where(ExperimentRow.id == experiment_id))
+    return job_ids
+
+
+def add_trial(s: Session, experiment_id: int, number: int, hparams: dict[str, Any], token_hash: str, *,
+              state: str, job_id: str | None = None, now: float | None = None) -> Trial:
+    """A new trial ``number`` of the experiment. ``token_hash``: the digest of its token (never the token).
+    ConflictExperimentError when the experiment has a trial ``number`` already."""
+    at = time.time() if now is None else now
+    try:
+        with s.begin_nested():
+            new_id = s.execute(insert(TrialRow).values(
+                experiment_id=experiment_id, number=number, hparams=hparams, job_id=job_id, state=state,
+                token_hash=token_hash, created_at=at,
+            ).returning(TrialRow.id)).scalar_one()
+    except IntegrityError as e:
+        raise ConflictExperimentError(f"experiment {experiment_id} has a trial {number} already") from e
+    return Trial(new_id, experiment_id, number, hparams, job_id, state, None, False, 0, at)
+
+
+def get_trial(s: Session, trial_id: int) -> Trial:
+    row = s.get(TrialRow, trial_id)
+    if row is None:
+        raise NoTrialError(f"trial {trial_id} not found")
+    return _trial(row)
+
+
+def trial_by_token(s: Session, token_hash: str) -> Trial | None:
+    """The trial whose token has this digest; None when no trial's has."""
+    row = s.scalars(select(TrialRow).where(TrialRow.token_hash == token_hash)).first()
+    return None if row is None else _trial(row)
+
+
+def trial_of_job(s: Session, job_id: str) -> Trial | None:
+    row = s.scalars(select(TrialRow).where(TrialRow.job_id == job_id)).first()
+    return None if row is None else _trial(row)
+
+
+def trials_of(s: Session, experiment_id: int) -> list[Trial]:
+    """The experiment's trials by number."""
+    query = select(TrialRow).where(TrialRow.experiment_id == experiment_id).order_by(TrialRow.number)
+    return [_trial(row) for row in s.scalars(query)]
+
+
+def set_trial_job(s: Session, trial_id: int, job_id: str) -> None:
+    _updated(s.execute(update(TrialRow).where(TrialRow.id == trial_id).values(job_id=job_id)), NoTrialError, trial_id)
+
+
+def set_trial_state(s: Session, trial_id: int, state: str, *, stopped_by: str | None = None) -> None:
+    """The trial's state, and who stopped it (``searcher``, a user) when it was stopped."""
+    _updated(s.execute(update(TrialRow).where(TrialRow.id == trial_id).values(state=state, stopped_by=stopped_by)),
+             NoTrialError, trial_id)
+
+
+def request_trial_stop(s: Session, trial_id: int) -> None:
+    """The searcher (or a stopped experiment) wants the trial to end: its next report answers ``stop``."""
+    _updated(s.execute(update(TrialRow).where(TrialRow.id == trial_id).values(stop_requested=True)),
+             NoTrialError, trial_id)
+
+
+def _updated(result: Any, error: type[NoExperimentError | NoTrialError], what: int) -> None:
+    if not getattr(result, "rowcount", 0):
+        raise error(f"{'experiment' if error is NoExperimentError else 'trial'} {what} not found")

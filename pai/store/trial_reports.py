@@ -1,0 +1,176 @@
+"""What trials report: metric values (``TrialMetricRow``) and checkpoints (``TrialCheckpointRow``).
+
+A report is idempotent per (trial, step, name): the first value stays, a later one for the same key is ignored
+(``INSERT ... ON CONFLICT DO NOTHING``). A trial retried or preempted resumes from its latest checkpoint and reports
+its steps again: its curve continues instead of restarting, and the values the searcher already decided on do not
+change under it (its decisions, rebuilt from these rows after a master restart, stay the same).
+
+Storage is bounded: a trial keeps at most ``MAX_POINTS_PER_TRIAL`` values (one per step and name). A report that
+would store more is refused whole (InvalidParametersError, 400, nothing of it stored); values already stored are
+answered as before (a repeat adds nothing). The count is ``TrialRow.points``, moved in the report's transaction, so
+a report never counts rows. Values must be finite numbers: NaN, infinities and non-numbers are refused here (400),
+whatever the client checked.
+
+Concurrent reports (API workers on PostgreSQL) of the same trial serialise on the trial's row, which every report
+takes last (after its inserts), so they never wait for each other in a cycle.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import and_, func, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from pai.domain.errors import InvalidParametersError, NoTrialError
+from pai.store.schema import TrialCheckpointRow, TrialMetricRow, TrialRow
+
+MAX_POINTS_PER_TRIAL = 50_000
+MAX_NAME_LENGTH = 255
+MAX_STEP = 2**62
+
+
+@dataclass(frozen=True, slots=True)
+class ReportAnswer:
+    stored: int  # values this report added (0: all of them were reported before)
+    stop: bool  # the trial should end (the searcher pruned it, or its experiment was stopped)
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSummary:
+    latest_step: int
+    latest: float
+    best_step: int  # the first step at which ``best`` was reported
+    best: float
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    trial_id: int
+    step: int
+    path: str
+    metadata: dict[str, Any]
+    created_at: float
+
+
+def _insert(s: Session) -> Any:
+    return postgresql.insert if s.get_bind().dialect.name == "postgresql" else sqlite.insert
+
+
+def check_step(step: object) -> int:
+    if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= MAX_STEP:
+        raise InvalidParametersError(f"step must be an integer from 0 to {MAX_STEP}, not {step!r}", field="step")
+    return step
+
+
+def check_values(values: Mapping[str, object]) -> dict[str, float]:
+    """The report's values as floats; InvalidParametersError naming the metric when one is not a finite number."""
+    if not values:
+        raise InvalidParametersError("metrics must name at least one value", field="metrics")
+    checked: dict[str, float] = {}
+    for name, value in values.items():
+        if not isinstance(name, str) or not 0 < len(name) <= MAX_NAME_LENGTH:
+            raise InvalidParametersError(f"a metric's name must be 1 to {MAX_NAME_LENGTH} characters, not {name!r}",
+                                         field="metrics")
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise InvalidParametersError(f"metric {name} must be a finite number, not {value!r}",
+                                         field=f"metrics.{name}")
+        checked[name] = float(value)
+    return checked
+
+
+def report(s: Session, trial_id: int, step: object, values: Mapping[str, object]) -> ReportAnswer:
+    """Store the trial's ``values`` at ``step`` (the first value of each name at a step stays); whether it should stop.
+    InvalidParametersError: a bad step or value, or the trial's storage is full; NoTrialError: no such trial."""
+    at_step, checked = check_step(step), check_values(values)
+    rows = [{"trial_id": trial_id, "step": at_step, "name": name, "value": checked[name]} for name in sorted(checked)]
+    if s.get(TrialRow, trial_id) is None:
+        raise NoTrialError(f"trial {trial_id} not found")
+    # RETURNING names the rows inserted (a conflicting one returns nothing): a rowcount is not reliable on every driver
+    stored = len(s.execute(_insert(s)(TrialMetricRow).values(rows).on_conflict_do_nothing()
+                           .returning(TrialMetricRow.name)).all())
+    moved = s.execute(
+        update(TrialRow).where(TrialRow.id == trial_id, TrialRow.points + stored <= MAX_POINTS_PER_TRIAL)
+        .values(points=TrialRow.points + stored).returning(TrialRow.stop_requested)
+    ).one_or_none()
+    if moved is None:
+        raise InvalidParametersError(
+            f"trial {trial_id} keeps at most {MAX_POINTS_PER_TRIAL} metric values (one per step and name) and this "
+            f"report would store more; report less often (every n-th step) or fewer metrics", field="metrics")
+    return ReportAnswer(stored, bool(moved.stop_requested))
+
+
+def series(s: Session, trial_id: int, name: str | None = None) -> dict[str, list[tuple[int, float]]]:
+    """The trial's curves: for each metric (or only ``name``), its (step, value) points by step."""
+    query = select(TrialMetricRow.name, TrialMetricRow.step, TrialMetricRow.value).where(
+        TrialMetricRow.trial_id == trial_id).order_by(TrialMetricRow.name, TrialMetricRow.step)
+    if name is not None:
+        query = query.where(TrialMetricRow.name == name)
+    curves: dict[str, list[tuple[int, float]]] = {}
+    for row in s.execute(query):
+        curves.setdefault(row.name, []).append((int(row.step), float(row.value)))
+    return curves
+
+
+def experiment_series(s: Session, experiment_id: int, name: str) -> dict[int, list[tuple[int, float]]]:
+    """Every trial's curve of the metric ``name`` (the searcher's intermediate values), by trial id; a trial that has
+    not reported it is absent."""
+    query = (select(TrialMetricRow.trial_id, TrialMetricRow.step, TrialMetricRow.value)
+             .join(TrialRow, TrialRow.id == TrialMetricRow.trial_id)
+             .where(TrialRow.experiment_id == experiment_id, TrialMetricRow.name == name)
+             .order_by(TrialMetricRow.trial_id, TrialMetricRow.step))
+    curves: dict[int, list[tuple[int, float]]] = {}
+    for row in s.execute(query):
+        curves.setdefault(int(row.trial_id), []).append((int(row.step), float(row.value)))
+    return curves
+
+
+def summaries(s: Session, experiment_id: int, name: str, *, smaller_is_better: bool) -> dict[int, MetricSummary]:
+    """For each trial of the experiment that reported ``name``: its latest value and its best one."""
+    m = TrialMetricRow
+    of_experiment = and_(m.name == name, m.trial_id.in_(select(TrialRow.id).where(TrialRow.experiment_id
+                                                                                  == experiment_id)))
+    last = select(m.trial_id, func.max(m.step).label("step")).where(of_experiment).group_by(m.trial_id).subquery()
+    latest = {int(r.trial_id): (int(r.step), float(r.value)) for r in s.execute(
+        select(m.trial_id, m.step, m.value).join(last, and_(m.trial_id == last.c.trial_id, m.step == last.c.step))
+        .where(m.name == name))}
+    aggregate = func.min(m.value) if smaller_is_better else func.max(m.value)
+    top = select(m.trial_id, aggregate.label("value")).where(of_experiment).group_by(m.trial_id).subquery()
+    best = {int(r.trial_id): (int(r.step), float(r.value)) for r in s.execute(
+        select(m.trial_id, top.c.value, func.min(m.step).label("step"))
+        .join(top, and_(m.trial_id == top.c.trial_id, m.value == top.c.value))
+        .where(m.name == name).group_by(m.trial_id, top.c.value))}
+    return {trial: MetricSummary(*latest[trial], *best[trial]) for trial in latest if trial in best}
+
+
+def add_checkpoint(s: Session, trial_id: int, step: object, path: str, metadata: dict[str, Any], *,
+                   now: float | None = None) -> Checkpoint:
+    """Record a checkpoint the trial wrote at ``step``; the same step again replaces it (the trial rewrote it)."""
+    at_step, at = check_step(step), time.time() if now is None else now
+    if not path or len(path) > 4096:
+        raise InvalidParametersError("a checkpoint's path must be 1 to 4096 characters", field="path")
+    if s.get(TrialRow, trial_id) is None:
+        raise NoTrialError(f"trial {trial_id} not found")
+    values = {"trial_id": trial_id, "step": at_step, "path": path, "metadata": metadata, "created_at": at}
+    row = _insert(s)(TrialCheckpointRow).values(values)
+    s.execute(row.on_conflict_do_update(index_elements=[TrialCheckpointRow.trial_id, TrialCheckpointRow.step],
+                                        set_={"path": path, "metadata": metadata, "created_at": at}))
+    return Checkpoint(trial_id, at_step, path, metadata, at)
+
+
+def checkpoints_of(s: Session, trial_id: int) -> list[Checkpoint]:
+    """The trial's checkpoints by step."""
+    query = select(TrialCheckpointRow).where(TrialCheckpointRow.trial_id == trial_id).order_by(TrialCheckpointRow.step)
+    return [Checkpoint(r.trial_id, r.step, r.path, r.meta, r.created_at) for r in s.scalars(query)]
+
+
+def latest_checkpoint(s: Session, trial_id: int) -> Checkpoint | None:
+    """The checkpoint of the trial's highest step; None when it has none."""
+    row = s.scalars(select(TrialCheckpointRow).where(TrialCheckpointRow.trial_id == trial_id)
+                    .order_by(TrialCheckpointRow.step.desc()).limit(1)).first()
+    return None if row is None else Checkpoint(row.trial_id, row.step, row.path, row.meta, row.created_at)
