@@ -147,7 +147,7 @@ def grid_values(space: Space) -> tuple[Any, ...]:
             return tuple(sorted({round(low + (high - low) * i / max(count - 1, 1)) for i in range(count)}))
         case LogSpace(low, high, count):
             n = count or 1
-            return tuple(sorted({low * (high / low) ** (i / max(n - 1, 1)) for i in range(n)}))
+            return tuple(sorted({min(high, low * (high / low) ** (i / max(n - 1, 1))) for i in range(n)}))
         case DoubleSpace(low, high, count):
             n = count or 1
             return tuple(sorted({low + (high - low) * i / max(n - 1, 1) for i in range(n)}))

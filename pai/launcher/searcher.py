@@ -7,8 +7,11 @@ another that takes over, makes the same decisions from the same records.
 
 - random, tpe, asha: Optuna's RandomSampler / TPESampler, seeded per trial from ``seed`` (the experiment's id)
   and the trial's number, so a new trial never repeats the draw of an earlier one.
-- grid: Optuna's GridSampler over :func:`pai.jobspec.experiment.grid_values` (int ranges enumerated, double
-  and log ranges in ``count`` steps), points of existing trials marked as taken.
+- grid: the points of Optuna's GridSampler over :func:`pai.domain.experiment.grid_values` (int ranges
+  enumerated, double and log ranges in ``count`` steps; the parser requires ``count`` of them), in its order,
+  shuffled by ``seed``; a point a trial holds (by value) is never proposed again. A new trial is asked at its
+  point (``enqueue_trial``): Optuna 5's GridSampler assigns points by Optuna's trial numbers, which a study
+  rebuilt from our records does not keep.
 - asha: Optuna's SuccessiveHalvingPruner, ``min_resource`` from maxTime / divisor (see
   :attr:`Searcher.min_resource`), ``reduction_factor`` = divisor. A running trial the pruner stops at a rung is
   returned in ``stop`` (once: not again when it is already ``stop_requested``).
@@ -66,19 +69,19 @@ def decide(experiment: Experiment, trials: Sequence[Trial], seed: int) -> Search
     spaces = experiment.hyperparameters
     distributions = {name: d for name, space in spaces.items() if (d := _distribution(space)) is not None}
     searcher = experiment.searcher
-    grid = _grid(spaces, seed) if searcher.name is SearcherName.GRID else None
-    study = optuna.create_study(
-        direction="minimize" if searcher.smaller_is_better else "maximize",
-        sampler=grid or RandomSampler(seed=seed), pruner=_pruner(experiment))
-    ids = _add_trials(study, trials, distributions, grid)
+    study = optuna.create_study(direction="minimize" if searcher.smaller_is_better else "maximize",
+                                sampler=RandomSampler(seed=seed), pruner=_pruner(experiment))
+    ids = _add_trials(study, trials, distributions)
     pruned = _replay(study, experiment, trials, ids)
     _finish(study, experiment, trials, ids)
     stop = tuple(t.number for t in trials if t.number in pruned and t.state.is_active() and not t.stop_requested)
-    limit = searcher.max_trials if grid is None else min(searcher.max_trials, len(grid._all_grids))
+    points = _free_points(spaces, trials, seed) if searcher.name is SearcherName.GRID else None
+    limit = searcher.max_trials if points is None else min(searcher.max_trials, len(trials) + len(points))
     active = sum(t.state.is_active() for t in trials)
     room = max(0, min(searcher.max_concurrent_trials - active, limit - len(trials)))
     first = trials[-1].number + 1 if trials else 0
-    new = tuple(_ask(study, experiment, distributions, grid, first + i, seed) for i in range(room))
+    new = tuple(_ask(study, experiment, distributions, first + i, seed, points[i] if points else None)
+                for i in range(room))
     complete = len(trials) >= limit and not any(t.state.is_active() for t in trials)
     return SearchDecision(new_trials=new, stop=stop, complete=complete)
 
@@ -98,9 +101,14 @@ def _distribution(space: Space) -> BaseDistribution | None:
     raise AssertionError(space)
 
 
-def _grid(spaces: Mapping[str, Space], seed: int) -> GridSampler:
-    return GridSampler({name: list(grid_values(s)) for name, s in spaces.items() if not isinstance(s, ConstSpace)},
+def _free_points(spaces: Mapping[str, Space], trials: Iterable[Trial], seed: int) -> list[dict[str, Any]]:
+    """The grid's points no trial holds, in the order of Optuna's GridSampler (its grid shuffled by ``seed``).
+    A point is held by value, whatever the number of the trial that holds it."""
+    grid = GridSampler({name: list(grid_values(s)) for name, s in spaces.items() if not isinstance(s, ConstSpace)},
                        seed=seed)
+    names = grid._param_names
+    held = {tuple(t.hparams.get(name) for name in names) for t in trials}
+    return [dict(zip(names, point, strict=True)) for point in grid._all_grids if tuple(point) not in held]
 
 
 def _pruner(experiment: Experiment) -> BasePruner:
@@ -118,17 +126,12 @@ def _sampler(experiment: Experiment, number: int, seed: int) -> BaseSampler:
 
 
 def _add_trials(study: optuna.Study, trials: Iterable[Trial], distributions: dict[str, BaseDistribution],
-                grid: GridSampler | None) -> dict[int, int]:
-    """Every trial as RUNNING with its hyperparameters (and its grid point); its number -> Optuna's trial id."""
+                ) -> dict[int, int]:
+    """Every trial as RUNNING with its hyperparameters; its number -> Optuna's trial id."""
     ids: dict[int, int] = {}
     for trial in trials:
         params = {name: trial.hparams[name] for name in distributions if name in trial.hparams}
-        attrs: dict[str, Any] = {}
-        if grid is not None:
-            point = tuple(params.get(name) for name in grid._param_names)
-            if point in grid._all_grids:
-                attrs = {"search_space": grid._search_space, "grid_id": grid._all_grids.index(point)}
-        study.add_trial(create_trial(state=OptunaState.RUNNING, params=params, system_attrs=attrs,
+        study.add_trial(create_trial(state=OptunaState.RUNNING, params=params,
                                      distributions={name: distributions[name] for name in params}))
         ids[trial.number] = study.get_trials(deepcopy=False)[-1]._trial_id
     return ids
@@ -168,9 +171,12 @@ def _finish(study: optuna.Study, experiment: Experiment, trials: Iterable[Trial]
             study._storage.set_trial_state_values(ids[trial.number], OptunaState.FAIL)
 
 
-def _ask(study: optuna.Study, experiment: Experiment, distributions: dict[str, BaseDistribution],
-         grid: GridSampler | None, number: int, seed: int) -> NewTrial:
-    study.sampler = grid or _sampler(experiment, number, seed)
+def _ask(study: optuna.Study, experiment: Experiment, distributions: dict[str, BaseDistribution], number: int,
+         seed: int, point: dict[str, Any] | None) -> NewTrial:
+    """A new trial from the sampler, or at the grid ``point`` (enqueued: Optuna's fixed parameters)."""
+    study.sampler = _sampler(experiment, number, seed)
+    if point is not None:
+        study.enqueue_trial(point)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         asked = study.ask(distributions)
