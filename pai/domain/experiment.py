@@ -58,6 +58,12 @@ class SearcherName(StrEnum):
     GRID = "grid"
     TPE = "tpe"  # Optuna's Tree-structured Parzen Estimator over the finished trials
     ASHA = "asha"  # random trials, the worst stopped at each rung (Optuna's successive-halving pruner)
+    HYPERBAND = "hyperband"  # random trials, successive halving in brackets of several rates (Optuna's Hyperband)
+
+    @property
+    def stops_early(self) -> bool:
+        """Judges running trials on their curves (needs ``maxTime``)."""
+        return self in (SearcherName.ASHA, SearcherName.HYPERBAND)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,8 +74,8 @@ class Searcher:
     smaller_is_better: bool = True
     max_concurrent_trials: int = 1
     time_metric: str = "step"  # the axis of a trial's curve: its reports' step, or a metric it reports
-    max_time: int | None = None  # asha: a trial's length on that axis (required)
-    divisor: int = 4  # asha: the reduction factor between rungs
+    max_time: int | None = None  # asha, hyperband: a trial's length on that axis (required)
+    divisor: int = 4  # asha, hyperband: the reduction factor between rungs
 
     @property
     def min_resource(self) -> int:

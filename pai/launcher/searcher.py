@@ -15,6 +15,8 @@ another that takes over, makes the same decisions from the same records.
 - asha: Optuna's SuccessiveHalvingPruner, ``min_resource`` from maxTime / divisor (see
   :attr:`Searcher.min_resource`), ``reduction_factor`` = divisor. A running trial the pruner stops at a rung is
   returned in ``stop`` (once: not again when it is already ``stop_requested``).
+- hyperband: Optuna's HyperbandPruner (brackets of successive halving, from ``min_resource`` to maxTime),
+  the same replay.
 
 Trial numbers continue after the highest existing one. A COMPLETED trial's value is the last value it reported
 of the searcher's metric (one without it counts as failed).
@@ -29,7 +31,7 @@ from typing import Any
 
 import optuna
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
-from optuna.pruners import BasePruner, NopPruner, SuccessiveHalvingPruner
+from optuna.pruners import BasePruner, HyperbandPruner, NopPruner, SuccessiveHalvingPruner
 from optuna.samplers import BaseSampler, GridSampler, RandomSampler, TPESampler
 from optuna.trial import TrialState as OptunaState
 from optuna.trial import create_trial
@@ -49,6 +51,7 @@ from pai.domain.experiment import (
 )
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
+STUDY_NAME = "experiment"  # fixed: Hyperband assigns a trial's bracket from the study's name and its number
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +73,8 @@ def decide(experiment: Experiment, trials: Sequence[Trial], seed: int) -> Search
     distributions = {name: d for name, space in spaces.items() if (d := _distribution(space)) is not None}
     searcher = experiment.searcher
     study = optuna.create_study(direction="minimize" if searcher.smaller_is_better else "maximize",
-                                sampler=RandomSampler(seed=seed), pruner=_pruner(experiment))
+                                sampler=RandomSampler(seed=seed), pruner=_pruner(experiment),
+                                study_name=STUDY_NAME)
     ids = _add_trials(study, trials, distributions)
     pruned = _replay(study, experiment, trials, ids)
     _finish(study, experiment, trials, ids)
@@ -113,9 +117,12 @@ def _free_points(spaces: Mapping[str, Space], trials: Iterable[Trial], seed: int
 
 def _pruner(experiment: Experiment) -> BasePruner:
     searcher = experiment.searcher
-    if searcher.name is not SearcherName.ASHA:
-        return NopPruner()
-    return SuccessiveHalvingPruner(min_resource=searcher.min_resource, reduction_factor=searcher.divisor)
+    if searcher.name is SearcherName.ASHA:
+        return SuccessiveHalvingPruner(min_resource=searcher.min_resource, reduction_factor=searcher.divisor)
+    if searcher.name is SearcherName.HYPERBAND:
+        return HyperbandPruner(min_resource=searcher.min_resource, max_resource=searcher.max_time or 1,
+                               reduction_factor=searcher.divisor)
+    return NopPruner()
 
 
 def _sampler(experiment: Experiment, number: int, seed: int) -> BaseSampler:
@@ -141,7 +148,7 @@ def _replay(study: optuna.Study, experiment: Experiment, trials: Sequence[Trial]
     """Every report of the searcher's metric, in the order reports arrived, through the pruner as Optuna's
     ``trial.report(); trial.should_prune()`` would have seen it; the numbers of the trials it pruned."""
     searcher = experiment.searcher
-    if searcher.name is not SearcherName.ASHA:
+    if not searcher.name.stops_early:
         return set()
     reports = sorted(((r.seq, r.step, t.number, r) for t in trials for r in t.reports if searcher.metric in r.values),
                      key=lambda item: item[:3])

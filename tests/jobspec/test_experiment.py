@@ -6,10 +6,12 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass
+from importlib import resources
 from typing import Any
 
 import pytest
 import yaml
+from jsonschema import Draft202012Validator
 
 from pai.domain.errors import InvalidProtocolError
 from pai.domain.experiment import (
@@ -105,6 +107,8 @@ BAD = [
     Bad("maxTrials past the cluster's limit", experiment(), "searcher.maxTrials",
         "16 is greater than the maximum of 10 (cluster limit)", max_trials=10),
     Bad("asha without maxTime", changed("searcher.maxTime", DELETE), "searcher.maxTime", "is required"),
+    Bad("hyperband without maxTime", experiment(searcher={"name": "hyperband", "metric": "loss", "maxTrials": 4}),
+        "searcher.maxTime", "is required"),
     Bad("divisor of 1", changed("searcher.divisor", 1), "searcher.divisor", "less than the minimum of 2"),
     Bad("unknown searcher field", changed("searcher.patience", 3), "searcher.patience", "additional property"),
     Bad("unknown hyperparameter type", changed("hyperparameters.lr.type", "exp"), "hyperparameters.lr.type",
@@ -163,6 +167,10 @@ def test_bad_documents_name_the_field_and_the_rule(case: Bad) -> None:
 ])
 def test_grid_values(space: Any, values: tuple[Any, ...]) -> None:
     assert grid_values(space) == pytest.approx(values)
+
+
+def test_the_schema_is_a_draft_2020_12_schema() -> None:
+    Draft202012Validator.check_schema(json.loads(resources.files("job_schemas").joinpath("experiment.json").read_text()))
 
 
 def test_trial_names() -> None:

@@ -229,7 +229,16 @@ def test_the_same_records_give_the_same_decision() -> None:
         assert first.new_trials
 
 
-@pytest.mark.parametrize("name", ["random", "tpe", "asha", "grid"])
+def test_hyperband_stops_poor_trials_and_keeps_the_best() -> None:
+    experiment = exp("hyperband", 24, 4, ASHA_SPACES, max_time=64, divisor=2)  # brackets from step 16 on
+    trials, _ = run(experiment, converging)
+    stopped = [t for t in trials if t.state is STOPPED]
+    best = min(trials, key=lambda t: t.hparams["x"])
+    assert best.state is COMPLETED and stopped
+    assert all(len(t.reports) in (16, 32, 64) for t in stopped)  # at a rung of some bracket
+
+
+@pytest.mark.parametrize("name", ["random", "tpe", "asha", "hyperband", "grid"])
 def test_a_restart_mid_experiment_makes_the_same_further_decisions(name: str) -> None:
     spaces: dict[str, Space] = {"x": DoubleSpace(0.0, 1.0, count=12), "batch": ConstSpace(64)}
     experiment = exp(name, max_trials=12, concurrent=3, spaces=spaces, max_time=16, divisor=2)
