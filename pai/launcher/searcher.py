@@ -68,6 +68,9 @@ class SearchDecision:
 
 
 def decide(experiment: Experiment, trials: Sequence[Trial], seed: int) -> SearchDecision:
+    """What to do next: new trials (up to maxConcurrentTrials active and maxTrials in all), running trials to
+    stop, or that the experiment is complete. ``trials``: all of its trials, in any order, their reports in any
+    order; ``seed``: fixed per experiment (its id). The same arguments always give the same decision."""
     trials = sorted(trials, key=lambda t: t.number)
     spaces = experiment.hyperparameters
     distributions = {name: d for name, space in spaces.items() if (d := _distribution(space)) is not None}
@@ -137,11 +140,20 @@ def _add_trials(study: optuna.Study, trials: Iterable[Trial], distributions: dic
     """Every trial as RUNNING with its hyperparameters; its number -> Optuna's trial id."""
     ids: dict[int, int] = {}
     for trial in trials:
-        params = {name: trial.hparams[name] for name in distributions if name in trial.hparams}
+        params = {name: trial.hparams[name] for name in distributions
+                  if name in trial.hparams and _within(distributions[name], trial.hparams[name])}
         study.add_trial(create_trial(state=OptunaState.RUNNING, params=params,
                                      distributions={name: distributions[name] for name in params}))
         ids[trial.number] = study.get_trials(deepcopy=False)[-1]._trial_id
     return ids
+
+
+def _within(distribution: BaseDistribution, value: Any) -> bool:
+    """A stored value still inside its space (a record that is not is kept out of the study, not fatal)."""
+    try:
+        return distribution._contains(distribution.to_internal_repr(value))
+    except (TypeError, ValueError):
+        return False
 
 
 def _replay(study: optuna.Study, experiment: Experiment, trials: Sequence[Trial], ids: Mapping[int, int]) -> set[int]:

@@ -78,6 +78,8 @@ CASES = [
          [trial(0, COMPLETED), trial(1)], []),
     Case("complete when maxTrials trials ended, failed ones included", exp(max_trials=3),
          [trial(0, COMPLETED), trial(1, FAILED), trial(2, STOPPED)], [], complete=True),
+    Case("a stored value outside its space is left out, not fatal", exp(concurrent=2),
+         [Trial(0, {"x": 7, "layers": "many", "opt": "rmsprop"}, RUNNING)], [1]),
     Case("asha: the first trial at a rung goes on", asha(), [trial(0, RUNNING, (4, 0.5, 1))], [1, 2, 3]),
     Case("asha: a trial worse than the top half at a rung stops", asha(),
          [trial(0, RUNNING, (4, 0.5, 1)), trial(1, RUNNING, (4, 0.9, 2)), trial(2, RUNNING, (4, 0.1, 3)),
