@@ -118,7 +118,8 @@ def test_every_master_config_field_is_set_by_a_documented_flag_or_variable_or_li
         set_by.update({name: flag for name, _ in changed})
     env_values = {"PAI_DATA_DIR": str(tmp_path / "e"), "PAI_DATABASE_URL": "sqlite:////y/pai.db",
                   "PAI_VC_CONFIG": str(vc_config), "PAI_MAX_BODY_MB": "9", "PAI_MASTER_LAUNCHER_PORT": "9998",
-                  "PAI_MAX_SESSIONS_PER_USER": "3", "PAI_IDLE_TIMEOUT_SECONDS": "99"}
+                  "PAI_MAX_SESSIONS_PER_USER": "3", "PAI_IDLE_TIMEOUT_SECONDS": "99",
+                  "PAI_PROXY_MAX_BODY_MB": "7"}
     for name in sorted(settings.env_read_by()["master"]):
         env = {**base_env, name: env_values.get(name, "value-of-" + name)}
         if name == "PAI_MASTER_WORKERS":
