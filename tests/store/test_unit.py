@@ -74,3 +74,14 @@ def test_sessions_in_a_read_only_unit_join_it_without_a_savepoint(db: Database) 
     with statements_of(db.engine) as statements, db.unit(), db.session() as s:  # a unit that may write keeps them
         s.execute(KEYS)
     assert any(s.startswith("SAVEPOINT") for s in statements)
+
+
+def test_a_read_only_unit_leaves_its_connection_transactional_for_the_next_unit(db: Database) -> None:
+    for _ in range(3):  # the pool hands the same connection back (on PostgreSQL it read in autocommit)
+        with db.unit(read_only=True), db.session() as s:
+            assert list(s.execute(KEYS).scalars()) == []
+        with pytest.raises(PermissionError), db.unit():
+            with db.session() as s:
+                s.execute(INSERT, {"key": "a"})
+            raise PermissionError("the caller may not")
+        assert keys(db) == []
