@@ -9,7 +9,6 @@ any SSH client (VS Code Remote-SSH: connect to the entry's host).
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shlex
 import shutil
@@ -74,7 +73,7 @@ def ssh(name: str, role: str | None, index: int, config: bool, proxy: bool, ssh_
             raise CliError(f"job {key} has no task roles")
     if proxy:
         path = tunnel_path(key, role, index, SSH_LABEL)
-        asyncio.run(proxy_through(conn.session.master, conn.session.token, path))
+        proxy_through(conn.session.master, conn.session.token, path)
         return
     if config:
         click.echo(config_entry(key, role, index, master), nl=False)
