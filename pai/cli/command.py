@@ -10,8 +10,8 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from pai.cli.api import MasterApi
-from pai.cli.config import Session, config_path, load_config, resolve_session
-from pai.cli.errors import CliError, JobNameError
+from pai.cli.config import Session, config_path, job_key, load_config, resolve_session
+from pai.cli.errors import CliError
 from pai.cli.http import HttpClient
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -53,15 +53,6 @@ def master_option(func: F) -> F:
         metavar="URL",
         help="The master's URL (default: the one you logged in to; env PAI_MASTER_URL).",
     )(func)
-
-
-def job_key(name: str, user: str | None) -> str:
-    """``user~job`` as given, or ``job`` qualified with the logged-in user."""
-    if "~" in name:
-        return name
-    if not user:
-        raise JobNameError(name)
-    return f"{user}~{name}"
 
 
 @dataclass(frozen=True, slots=True)

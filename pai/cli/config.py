@@ -1,4 +1,5 @@
-"""The client's config file (``{master, user, token}``) and how a command picks its master and token."""
+"""The client's config file (``{master, user, token}``) and how a command picks its master and token (stdlib only:
+ssh's ProxyCommand, ``pai.cli.sshproxy``, reads them too)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from pai.cli.errors import CliError
-from pai.cli.http import normalize_url
+from pai.cli.errors import CliError, JobNameError
+from pai.cli.urls import normalize_url
 
 DEFAULT_MASTER = "http://127.0.0.1:9186"
 FILE_MODE = 0o600
@@ -89,3 +90,12 @@ def resolve_session(master: str | None, env: Mapping[str, str], config: CliConfi
     token = env.get("PAI_TOKEN") or (config.token if same else None)
     user = env.get("PAI_USER") or (config.user if same else None)
     return Session(master=url, token=token, user=user)
+
+
+def job_key(name: str, user: str | None) -> str:
+    """``user~job`` as given, or ``job`` qualified with the logged-in user."""
+    if "~" in name:
+        return name
+    if not user:
+        raise JobNameError(name)
+    return f"{user}~{name}"

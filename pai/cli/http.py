@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pai.cli.errors import ApiError, BadResponseError, UnreachableError
+from pai.cli.urls import normalize_url, quote_segment
+
+__all__ = ["HttpClient", "normalize_url", "quote_segment"]
 
 DEFAULT_TIMEOUT = 30.0
 Query = Mapping[str, str | int | None]
@@ -26,19 +29,6 @@ class Response:
 
     def text(self) -> str:
         return self.body.decode("utf-8", errors="replace")
-
-
-def normalize_url(url: str) -> str:
-    """``host:9186`` -> ``http://host:9186``; no trailing slash."""
-    url = url.strip()
-    if "://" not in url:
-        url = "http://" + url
-    return url.rstrip("/")
-
-
-def quote_segment(segment: str) -> str:
-    """One URL path segment; ``~`` stays (job keys are ``user~job``)."""
-    return urllib.parse.quote(segment, safe="~")
 
 
 def _reason(exc: BaseException) -> str:

@@ -9,21 +9,20 @@ any SSH client (VS Code Remote-SSH: connect to the entry's host).
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shlex
 import shutil
 import sys
 
 import click
-from aiohttp import ClientSession
 
 from pai.cli.command import client_command, connect, master_option
 from pai.cli.errors import CliError
 from pai.cli.jobview import first_role
-from pai.cli.tunnel import open_tunnel, pump, tunnel_path
+from pai.cli.sshproxy import SSH_LABEL
+from pai.cli.sshproxy import proxy as proxy_through
+from pai.cli.urls import tunnel_path
 
-SSH_LABEL = "ssh"
 ALIVE_SECONDS = 30  # an idle session still moves bytes this often (a tunnel's idle timeout does not end it)
 
 
@@ -33,9 +32,9 @@ def host_alias(key: str, role: str, index: int) -> str:
 
 
 def pai_command() -> list[str]:
-    """How ssh's ProxyCommand runs this command again: this Python, this module alone (``pai`` itself imports the
-    server commands too, which every SSH connection would wait for)."""
-    return [sys.executable, "-m", "pai.cli.ssh"]
+    """How ssh's ProxyCommand runs: this Python, ``pai.cli.sshproxy`` alone (the standard library only: ``pai`` itself
+    imports click, aiohttp and the server commands, which every SSH connection would wait for)."""
+    return [sys.executable, "-m", "pai.cli.sshproxy"]
 
 
 def proxy_command(key: str, role: str, index: int, master: str | None) -> str:
@@ -49,19 +48,6 @@ def config_entry(key: str, role: str, index: int, master: str | None) -> str:
     alias = host_alias(key, role, index)
     return (f"Host {alias}\n  HostName {alias}\n  User root\n  ProxyCommand {proxy_command(key, role, index, master)}\n"
             f"  HostKeyAlias {alias}\n  StrictHostKeyChecking accept-new\n  ServerAliveInterval {ALIVE_SECONDS}\n")
-
-
-async def _proxy(master: str, token: str | None, path: str) -> None:
-    """stdin and stdout through the tunnel until either side ends."""
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader()
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(0, "rb", buffering=0))
-    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin,
-                                                        os.fdopen(1, "wb", buffering=0))
-    writer = asyncio.StreamWriter(transport, protocol, None, loop)
-    async with ClientSession() as session:
-        ws = await open_tunnel(session, master, token, path)
-        await pump(ws, reader, writer)
 
 
 @client_command("ssh", context_settings={"ignore_unknown_options": True})
@@ -86,7 +72,8 @@ def ssh(name: str, role: str | None, index: int, config: bool, proxy: bool, ssh_
         if role is None:
             raise CliError(f"job {key} has no task roles")
     if proxy:
-        asyncio.run(_proxy(conn.session.master, conn.session.token, tunnel_path(key, role, index, SSH_LABEL)))
+        path = tunnel_path(key, role, index, SSH_LABEL)
+        proxy_through(conn.session.master, conn.session.token, path)
         return
     if config:
         click.echo(config_entry(key, role, index, master), nl=False)
@@ -102,5 +89,3 @@ def ssh(name: str, role: str | None, index: int, config: bool, proxy: bool, ssh_
     os.execv(client, argv)
 
 
-if __name__ == "__main__":  # ssh's ProxyCommand (pai_command)
-    ssh(prog_name="pai ssh")

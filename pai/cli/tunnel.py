@@ -15,18 +15,15 @@ import json
 from aiohttp import ClientError, ClientSession, ClientWebSocketResponse, WSMsgType, WSServerHandshakeError
 
 from pai.cli.errors import ApiError, UnreachableError
-from pai.cli.http import quote_segment
+from pai.cli.urls import tunnel_path
+
+__all__ = ["open_tunnel", "pump", "tunnel_path"]
 
 CHUNK = 64 * 1024
 HEARTBEAT_SECONDS = 30.0
 EOF_FRAME = json.dumps({"type": "eof"})
 _HANDSHAKE = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
               "Sec-WebSocket-Key": "cGFpLXR1bm5lbC1lcnJvcg=="}
-
-
-def tunnel_path(key: str, role: str, index: int, label: str) -> str:
-    return (f"/api/v2/jobs/{quote_segment(key)}/tasks/{quote_segment(role)}/{index}/ports/{quote_segment(label)}"
-            "/tunnel")
 
 
 async def open_tunnel(session: ClientSession, master: str, token: str | None, path: str) -> ClientWebSocketResponse:

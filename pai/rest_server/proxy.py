@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 
-from aiohttp import ClientError, ClientTimeout, web
+from aiohttp import ClientError, ClientResponse, ClientTimeout, web
 from yarl import URL
 
 from pai.domain.errors import PaiError, TaskPortUnreachableError
@@ -27,6 +27,7 @@ log = logging.getLogger("pai.proxy")
 
 CHUNK = 64 * 1024
 CONNECT_SECONDS = 10.0
+_TIMEOUT = ClientTimeout(total=None, sock_connect=CONNECT_SECONDS)
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
                         "trailers", "transfer-encoding", "upgrade", "expect"})
 _NOT_RELAYED = HOP_BY_HOP | {"authorization", "x-forwarded-host", "x-forwarded-proto", "x-forwarded-prefix"}
@@ -108,18 +109,23 @@ async def proxy(request: web.Request) -> web.StreamResponse:
         upstream = await request.app[HTTP].request(
             request.method, upstream_url(target, request), headers=upstream_headers(request), data=body,
             allow_redirects=False, auto_decompress=False, skip_auto_headers=_AUTO_HEADERS,
-            timeout=ClientTimeout(total=None, sock_connect=CONNECT_SECONDS))
+            timeout=_TIMEOUT)
     except ClientError as e:
         cause = e.__cause__ or e.__context__
         if isinstance(cause, BodyTooLargeError):
             raise cause from None
         raise unreachable(target, e) from None
     async with upstream:
-        resp = web.StreamResponse(status=upstream.status, reason=upstream.reason)
         drop = HOP_BY_HOP | _dropped(upstream.headers.getall("Connection", []))
-        for name, value in upstream.headers.items():
-            if name.lower() not in drop:
-                resp.headers.add(name, value)
+        headers = [(name, value) for name, value in upstream.headers.items() if name.lower() not in drop]
+        if _small(request, upstream):  # read whole, sent in one write with its headers
+            try:
+                return web.Response(status=upstream.status, reason=upstream.reason, headers=headers,
+                                    body=await upstream.read())
+            except (ClientError, ConnectionError) as e:  # nothing sent yet: the client is told
+                raise unreachable(target, e) from None
+        resp = web.StreamResponse(status=upstream.status, reason=upstream.reason)
+        resp.headers.extend(headers)
         await resp.prepare(request)
         try:
             async for chunk in upstream.content.iter_any():
@@ -132,6 +138,14 @@ async def proxy(request: web.Request) -> web.StreamResponse:
             return resp
         await resp.write_eof()
     return resp
+
+
+def _small(request: web.Request, upstream: ClientResponse) -> bool:
+    """An answer with a body of a known length of at most ``CHUNK`` bytes (a page, a JSON document): streaming it
+    would only cost a write for its headers and one for its end."""
+    length = upstream.content_length
+    return (length is not None and 0 < length <= CHUNK and request.method != "HEAD"
+            and upstream.status not in (204, 304) and upstream.status >= 200)
 
 
 def unreachable(target: TaskPort, error: BaseException) -> TaskPortUnreachableError:

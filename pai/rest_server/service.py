@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
 
 from aiohttp import web
+from sqlalchemy.orm import Session
 
 from pai.domain.errors import ForbiddenUserError, UnauthorizedUserError
 from pai.launcher.loop import StoreThread
@@ -122,19 +123,19 @@ class Service:
         return result
 
     def _unit(self, creds: Credentials | None, op: Op[P, T], args: tuple[Any, ...]) -> T:
-        with self.launcher.db.unit():
-            caller = None if op.anonymous else self._caller(creds, person=op.person)
+        with self.launcher.db.unit(read_only=not op.writes) as s:
+            caller = None if op.anonymous else self._caller(s, creds, person=op.person)
             fn: Callable[..., T] = op.fn
             return fn(Context(caller, self.launcher, self.vcadmin, creds), *args)
 
-    def _caller(self, creds: Credentials | None, *, person: bool) -> Caller:
+    def _caller(self, s: Session, creds: Credentials | None, *, person: bool) -> Caller:
         """Who the credentials speak for, in the unit's transaction: 401 UnauthorizedUserError when nobody (none,
         unknown, expired or revoked, or Basic with a token that is not that user's application token); 403
         ForbiddenUserError for an application token where a person is needed (OpenPAI lets those neither manage
         tokens nor log out)."""
         if creds is None:
             raise UnauthorizedUserError("Authorization: a 'Bearer <token>' header is required; log in first")
-        caller = self.launcher.accounts.caller_of(creds.token)
+        caller = self.launcher.accounts.caller(s, creds.token)  # in the unit's own session: no SAVEPOINT
         if caller is None:
             raise UnauthorizedUserError("the token is invalid or has expired; log in again")
         if creds.basic_user is not None and (creds.basic_user != caller.user.name or not caller.application):

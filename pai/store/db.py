@@ -99,6 +99,9 @@ class Database:
         commits or rolls back with the unit."""
         unit: Session | None = getattr(self._unit, "session", None)
         if unit is not None:
+            if getattr(self._unit, "read_only", False):  # a read has nothing to undo: no SAVEPOINT round trips
+                yield unit
+                return
             with unit.begin_nested():
                 yield unit
             return
@@ -106,17 +109,18 @@ class Database:
             yield session
 
     @contextmanager
-    def unit(self) -> Iterator[Session]:
+    def unit(self, *, read_only: bool = False) -> Iterator[Session]:
         """One transaction for everything this thread does in the block (a request: its caller's check and its
-        operation): ``session`` joins it. Units do not nest."""
+        operation): ``session`` joins it. ``read_only`` (the block only reads): its sessions join it without a
+        SAVEPOINT each, since a read that fails has nothing to undo. Units do not nest."""
         if getattr(self._unit, "session", None) is not None:
             raise RuntimeError("a unit of work is open in this thread already")
         with self._sessions() as session, session.begin():
-            self._unit.session = session
+            self._unit.session, self._unit.read_only = session, read_only
             try:
                 yield session
             finally:
-                self._unit.session = None
+                self._unit.session, self._unit.read_only = None, False
 
     @contextmanager
     def maintenance(self) -> Iterator[Connection]:

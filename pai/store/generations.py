@@ -13,7 +13,7 @@ A name without a row (a database emptied by a test) reads as 0, and ``bump`` mak
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -41,7 +41,11 @@ def read(s: Session) -> dict[str, int]:
     return {name: value for name, value in s.execute(select(GenerationRow.name, GenerationRow.value))}
 
 
+# built once (its cache key too) and run on the session's connection: every request reads it
+_VALUE = select(GenerationRow.value).where(GenerationRow.name == bindparam("name"))
+
+
 def value(s: Session, name: str) -> int:
     """One counter (0 when it has no row)."""
-    found = s.scalar(select(GenerationRow.value).where(GenerationRow.name == name))
+    found = s.connection().execute(_VALUE, {"name": name}).scalar()
     return 0 if found is None else int(found)

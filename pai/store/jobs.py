@@ -149,15 +149,19 @@ def get_job(s: Session, key: str) -> Job:
     return _to_job(_one(s, _select_jobs().where(JobRow.user_name == user, JobRow.name == name), key))
 
 
+# built once (its cache key too) and run on the session's connection: the proxy runs it on every request
+_FIND_TASK = (select(JobRow.id, TaskRow.state, TaskRow.node, TaskRow.address, TaskRow.ports, TaskRow.attempt_id)
+              .join(TaskRow, TaskRow.job_id == JobRow.id)
+              .where(JobRow.user_name == bindparam("user"), JobRow.name == bindparam("name"),
+                     TaskRow.role == bindparam("role"), TaskRow.task_index == bindparam("index")))
+
+
 def find_task(s: Session, key: str, role: str, index: int) -> tuple[str, Task] | None:
     """Task ``role[index]`` of job ``key`` and its job's id, in one query of a few columns of its row (the proxy
     asks on every request); None when the job or the task does not exist. Only what says where the task runs is
     read: its GPUs, exit and times are left at their defaults."""
     user, name = split_key(key)
-    row = s.execute(select(JobRow.id, TaskRow.state, TaskRow.node, TaskRow.address, TaskRow.ports,
-                           TaskRow.attempt_id).join(TaskRow, TaskRow.job_id == JobRow.id)
-                    .where(JobRow.user_name == user, JobRow.name == name, TaskRow.role == role,
-                           TaskRow.task_index == index)).one_or_none()
+    row = s.connection().execute(_FIND_TASK, {"user": user, "name": name, "role": role, "index": index}).one_or_none()
     if row is None:
         return None
     ports = {label: tuple(p) for label, p in row.ports.items()}

@@ -17,6 +17,7 @@ from pai.launcher.service import Launcher
 from pai.launcher.vcadmin import VcAdmin
 from pai.rest_server.service import Context, Credentials, Service, anonymous, reads, writes
 from pai.store.db import Database
+from tests.dbkit import statements_of
 from tests.store.conftest import TEST_KEYRING
 
 INSERT = text("INSERT INTO cluster_settings (key, value) VALUES (:key, '1')")
@@ -116,3 +117,18 @@ async def test_a_refused_caller_runs_nothing(service: tuple[Service, Launcher, l
 async def test_an_anonymous_operation_has_no_caller(service: tuple[Service, Launcher, list[int]]) -> None:
     svc, _, _ = service
     assert await svc(None, nobody) is None
+
+
+async def test_a_read_is_one_transaction_of_its_statements_and_the_callers_check(
+        service: tuple[Service, Launcher, list[int]]) -> None:
+    """What every request pays: the generation of the accounts (the token's rows only when not cached at it), then the
+    operation's statements; no SAVEPOINT round trips."""
+    svc, launcher, _ = service
+    token, _ = launcher.accounts.login("admin", "pw", 60)
+    assert await svc(Credentials(token), who) == "admin"  # cached now
+    with statements_of(launcher.db.engine) as statements:
+        assert await svc(Credentials(token), who) == "admin"
+    assert [s.split()[0] for s in statements] == ["BEGIN", "SELECT"] and "generations" in statements[1]
+    launcher.accounts.revoke(launcher.accounts.caller_of(token) or pytest.fail("no caller"), token)
+    with pytest.raises(UnauthorizedUserError):  # the generation moved: the token's rows are read again
+        await svc(Credentials(token), who)

@@ -1,5 +1,6 @@
 """A unit of work: every session a thread opens inside it is one transaction (a request's caller check and its
-operation), each in a SAVEPOINT of its own, on both backends."""
+operation), each in a SAVEPOINT of its own (in a read-only unit: none, a read has nothing to undo), on both
+backends."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 from sqlalchemy import text
 
 from pai.store.db import Database
+from tests.dbkit import statements_of
 
 INSERT = text("INSERT INTO cluster_settings (key, value) VALUES (:key, '1')")
 KEYS = text("SELECT key FROM cluster_settings ORDER BY key")
@@ -59,3 +61,27 @@ def test_units_do_not_nest(db: Database) -> None:
         pass
     with db.unit():  # the failed one left nothing behind
         pass
+
+
+def test_sessions_in_a_read_only_unit_join_it_without_a_savepoint(db: Database) -> None:
+    with statements_of(db.engine) as statements, db.unit(read_only=True) as unit:
+        for _ in range(2):
+            with db.session() as s:
+                assert s is unit
+                assert list(s.execute(KEYS).scalars()) == []
+    assert [s for s in statements if "SAVEPOINT" in s] == []
+    assert len([s for s in statements if s == KEYS.text]) == 2
+    with statements_of(db.engine) as statements, db.unit(), db.session() as s:  # a unit that may write keeps them
+        s.execute(KEYS)
+    assert any(s.startswith("SAVEPOINT") for s in statements)
+
+
+def test_a_read_only_unit_leaves_its_connection_transactional_for_the_next_unit(db: Database) -> None:
+    for _ in range(3):  # the pool hands the same connection back (on PostgreSQL it read in autocommit)
+        with db.unit(read_only=True), db.session() as s:
+            assert list(s.execute(KEYS).scalars()) == []
+        with pytest.raises(PermissionError), db.unit():
+            with db.session() as s:
+                s.execute(INSERT, {"key": "a"})
+            raise PermissionError("the caller may not")
+        assert keys(db) == []
