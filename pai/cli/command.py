@@ -13,6 +13,7 @@ from pai.cli.api import MasterApi
 from pai.cli.config import Session, config_path, job_key, load_config, resolve_session
 from pai.cli.errors import CliError
 from pai.cli.http import HttpClient
+from pai.cli.jobview import first_role
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -62,6 +63,16 @@ class Connection:
 
     def job_key(self, name: str) -> str:
         return job_key(name, self.session.user)
+
+    def task_role(self, name: str, role: str | None) -> tuple[str, str]:
+        """The job key that ``name`` stands for, and ``role`` or else the job's first role (a task is named by
+        ``--role``/``--index`` with the first role by default)."""
+        key = self.job_key(name)
+        if role is None:
+            role = first_role(self.api.job(key))
+            if role is None:
+                raise CliError(f"job {key} has no task roles")
+        return key, role
 
 
 def connect(master: str | None) -> Connection:

@@ -22,7 +22,6 @@ from pai.cli import terminal
 from pai.cli.command import Connection, client_command, connect, master_option
 from pai.cli.errors import ApiError, CliError, UnreachableError
 from pai.cli.http import quote_segment
-from pai.cli.jobview import first_role
 from pai.protocol import exec_frames as frames
 
 NO_EXIT_CODE = 255  # as ssh: the session ended without the command's exit code
@@ -46,11 +45,7 @@ def exec_command(interactive: bool, tty: bool, role: str | None, index: int, nam
     owner and admins may; every session is in the job's events.
     """
     conn = connect(master)
-    key = conn.job_key(name)
-    if role is None:
-        role = first_role(conn.api.job(key))
-        if role is None:
-            raise CliError(f"job {key} has no task roles")
+    key, role = conn.task_role(name, role)
     code = asyncio.run(_run(conn, key, role, index, command, interactive, tty))
     raise click.exceptions.Exit(code)
 

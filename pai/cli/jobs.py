@@ -12,7 +12,7 @@ from pai.cli.command import ClientCommand, client_command, connect, master_optio
 from pai.cli.errors import CliError
 from pai.cli.follow import follow as follow_log
 from pai.cli.follow import since_value
-from pai.cli.jobview import first_role, render_job_detail, render_job_list
+from pai.cli.jobview import render_job_detail, render_job_list
 from pai.cli.output import OutputFormat, output_option
 from pai.domain import JobState
 
@@ -121,11 +121,7 @@ def logs(name: str, role: str | None, index: int, stderr: bool, tail: int | None
         raise click.UsageError("-f follows the latest attempt on; it does not take --attempt")
     since = since_value(since)
     conn = connect(master)
-    key = conn.job_key(name)
-    if role is None:
-        role = first_role(conn.api.job(key))
-        if role is None:
-            raise CliError(f"job {key} has no task roles")
+    key, role = conn.task_role(name, role)
     if follow:
         follow_log(conn.api, key, role, index, "stderr" if stderr else "stdout", tail, since)
         return

@@ -12,7 +12,6 @@ from aiohttp import ClientSession
 
 from pai.cli.command import client_command, connect, master_option
 from pai.cli.errors import CliError
-from pai.cli.jobview import first_role
 from pai.cli.tunnel import open_tunnel, pump, tunnel_path
 
 
@@ -75,11 +74,7 @@ def port_forward(name: str, mapping: str, role: str | None, index: int, master: 
     """
     local, label = parse_mapping(mapping)
     conn = connect(master)
-    key = conn.job_key(name)
-    if role is None:
-        role = first_role(conn.api.job(key))
-        if role is None:
-            raise CliError(f"job {key} has no task roles")
+    key, role = conn.task_role(name, role)
     forwarder = Forwarder(conn.session.master, conn.session.token, tunnel_path(key, role, index, label))
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(forwarder.serve(local, f"port {label} of {role}[{index}] of {key}"))

@@ -18,7 +18,6 @@ import click
 
 from pai.cli.command import client_command, connect, master_option
 from pai.cli.errors import CliError
-from pai.cli.jobview import first_role
 from pai.cli.sshproxy import SSH_LABEL
 from pai.cli.sshproxy import proxy as proxy_through
 from pai.cli.urls import tunnel_path
@@ -66,11 +65,7 @@ def ssh(name: str, role: str | None, index: int, config: bool, proxy: bool, ssh_
     after `--` goes to ssh: options (-L 8888:localhost:8888, -i KEY) and a command. The job's owner and admins only.
     """
     conn = connect(master)
-    key = conn.job_key(name)
-    if role is None:
-        role = first_role(conn.api.job(key))
-        if role is None:
-            raise CliError(f"job {key} has no task roles")
+    key, role = conn.task_role(name, role)
     if proxy:
         path = tunnel_path(key, role, index, SSH_LABEL)
         proxy_through(conn.session.master, conn.session.token, path)
