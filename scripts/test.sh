@@ -24,6 +24,8 @@ command -v npm >/dev/null 2>&1 || need+=(nodejs npm)
 # Chromium: tests/e2e/test_dashboard.py drives the dashboard in headless Chromium through Playwright (from PyPI, the
 # dev extras), with Debian's browser at /usr/bin/chromium: Playwright downloads no browser of its own.
 [ -x /usr/bin/chromium ] || need+=(chromium)
+# OpenSSH's client (ssh, ssh-keygen, scp, sftp): the SSH tests drive the agents' SSH endpoints with it.
+command -v ssh >/dev/null 2>&1 && command -v ssh-keygen >/dev/null 2>&1 || need+=(openssh-client)
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo -n"
