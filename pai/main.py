@@ -1,19 +1,49 @@
-"""The ``pai`` console script."""
+"""The ``pai`` console script: the client commands (pai.cli) and the server commands (master, agent, up, vc,
+secret-key), which are imported only when one of them runs: a client command does not wait for the server stack's
+imports (the scheduler, the database, the agent's runtimes)."""
 
 from __future__ import annotations
 
-from pai.cli.main import cli
-from pai.commands.master import master
-from pai.commands.secretkey import secret_key
-from pai.commands.up import up
-from pai.commands.vc import vc
-from pai.nodeagent.cli import agent
+import importlib
 
-cli.add_command(master)
-cli.add_command(agent)
-cli.add_command(up)
-cli.add_command(vc)
-cli.add_command(secret_key)
+import click
+
+from pai.cli.main import cli
+
+# name: (module, attribute, the command's first line of help, which `pai --help` shows; a test keeps them equal)
+SERVER_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "master": ("pai.commands.master", "master", "Run the master: REST API, scheduler loop and store."),
+    "agent": ("pai.nodeagent.cli", "agent",
+              "Run the node agent: register with the master, run the tasks it sends, serve their logs."),
+    "up": ("pai.commands.up", "up", "Run an embedded cluster: a master on SQLite, one local agent and an admin user."),
+    "vc": ("pai.commands.vc", "vc", "Virtual clusters: list them, or try a change offline."),
+    "secret-key": ("pai.commands.secretkey", "secret_key", "The key that seals job secrets in the master's database."),
+}
+
+
+class LazyCommand(click.Command):
+    """A server command that stands in ``pai --help`` by its name and line, and is imported when it runs (or when
+    its own ``--help`` is asked for)."""
+
+    def __init__(self, name: str, module: str, attribute: str, short_help: str) -> None:
+        super().__init__(name, short_help=short_help, add_help_option=False, context_settings={
+            "ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []})
+        self._target = (module, attribute)
+
+    def load(self) -> click.Command:
+        module, attribute = self._target
+        command = getattr(importlib.import_module(module), attribute)
+        assert isinstance(command, click.Command)
+        return command
+
+    def invoke(self, ctx: click.Context) -> object:
+        command = self.load()
+        with command.make_context(ctx.info_name, list(ctx.args), parent=ctx.parent) as real:
+            return command.invoke(real)
+
+
+for _name, (_module, _attribute, _line) in SERVER_COMMANDS.items():
+    cli.add_command(LazyCommand(_name, _module, _attribute, _line))
 
 
 def main() -> None:

@@ -21,3 +21,25 @@ def test_help_lists_the_commands(argv: list[str]) -> None:
     assert r.returncode == 0, r.stderr
     listed = {line.split()[0] for line in r.stdout.split("Commands:")[1].splitlines() if line.strip()}
     assert set(COMMANDS) <= listed, r.stdout
+
+
+def test_server_commands_stand_in_the_help_by_their_own_first_line() -> None:
+    from pai.main import SERVER_COMMANDS, LazyCommand, cli
+
+    for name, (_, _, line) in SERVER_COMMANDS.items():
+        lazy = cli.commands[name]
+        assert isinstance(lazy, LazyCommand)
+        real = lazy.load()
+        assert (real.help or "").strip().splitlines()[0] == line, name
+
+
+def test_a_client_command_does_not_import_the_server_stack() -> None:
+    """``pai --help`` and the client commands import pai.cli only: not the master's, the store's or the agent's
+    modules, nor SQLAlchemy (``python -X importtime`` lists what an interpreter imported)."""
+    r = subprocess.run([sys.executable, "-X", "importtime", "-m", "pai", "--help"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    imported = {line.rsplit("|", 1)[-1].strip() for line in r.stderr.splitlines() if line.startswith("import time:")}
+    server = sorted(m for m in imported if m.split(".")[0] == "sqlalchemy" or m.startswith(
+        ("pai.rest_server", "pai.store", "pai.launcher", "pai.nodeagent", "pai.vc", "pai.commands")))
+    assert server == [], server
