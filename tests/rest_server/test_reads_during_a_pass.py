@@ -141,11 +141,14 @@ async def test_a_registration_waiting_for_the_writer_shows_its_node_alive(
     arrives, not only once the writer gets to it: its node is not judged silent meanwhile."""
     loop = api.client.app[LOOP]
     launcher: Launcher = api.client.app[LAUNCHER]
+    await add_node(api, "n0")
+    # its registration went through the store and a pass took its arrival (a pass already under way when it arrived
+    # may not have: wait for one that did, before holding the next)
+    await eventually(lambda: launcher.heartbeats.pending("n0") is None, what="n0's arrival taken by a pass")
     entered, release, _ = hold_passes(launcher, monkeypatch)
     try:
-        await add_node(api, "n0")  # wakes the loop: the held pass starts
+        await add_node(api, "n1")  # wakes the loop: the held pass starts
         assert await asyncio.to_thread(entered.wait, 10)
-        assert launcher.heartbeats.pending("n0") is None  # its registration went through the store
         again = asyncio.create_task(add_node(api, "n0"))
         await eventually(lambda: loop._waiting.qsize() == 1, what="the registration waiting for the writer")
         assert launcher.heartbeats.pending("n0") is not None
