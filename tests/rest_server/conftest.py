@@ -2,19 +2,22 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
+from sqlalchemy.orm import Session
 
 from pai.rest_server.app import make_app
 from pai.rest_server.config import MasterConfig
+from pai.rest_server.keys import DB, STORE
 from pai.store import credentials
 from tests.dbkit import BACKENDS, database_url
 
 ADMIN_PASSWORD = "admin-password"
 AGENT_TOKEN = "agent-token"
+T = TypeVar("T")
 
 
 @pytest.fixture(autouse=True)
@@ -42,6 +45,17 @@ class Api:
         token = (await resp.json())["token"]
         self.token = token
         return str(token)
+
+    async def write(self, fn: Callable[[Session], T]) -> T:
+        """``fn`` in a transaction of the app's store, on its writer thread: where the master writes, so that a
+        test's write never races the launcher's (on SQLite two writing threads fail each other's transactions)."""
+        db = self.client.app[DB]
+
+        def run() -> T:
+            with db.session() as s:
+                return fn(s)
+
+        return await self.client.app[STORE].call(run)
 
     def headers(self, extra: dict[str, str] | None = None, token: str | None = None) -> dict[str, str]:
         h = dict(extra or {})

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pai.rest_server.keys import DB
 from pai.store import users
 from tests.eventually import eventually
 from tests.rest_server.conftest import AGENT_TOKEN, Api
@@ -68,8 +67,7 @@ async def exit_task(api: Api, name: str, code: int = 0) -> None:
 
 async def user(api: Api, name: str) -> str:
     """A user who is no admin; their token (``api`` stays the admin's)."""
-    with api.client.app[DB].session() as s:
-        users.create_user(s, name, f"{name}-password")
+    await api.write(lambda s: users.create_user(s, name, f"{name}-password"))
     admin = api.token
     token = await api.login(name, f"{name}-password")
     api.token = admin

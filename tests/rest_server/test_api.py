@@ -173,11 +173,7 @@ async def test_unknown_job_vc_and_route(api: Api) -> None:
 
 async def test_stop_waiting_job_and_permissions(api: Api) -> None:
     await api.call("POST", "/api/v2/jobs", body=v1(), content_type="application/json")
-    launcher_db = api.client.app  # the app, to create a second user in its store
-    from pai.rest_server.keys import DB
-
-    with launcher_db[DB].session() as s:
-        users.create_user(s, "bob", "bob-password")
+    await api.write(lambda s: users.create_user(s, "bob", "bob-password"))
     bob = await api.login("bob", "bob-password")
     status, body = await api.call("PUT", "/api/v2/jobs/admin~hello/executionType", json_body={"value": "STOP"},
                                   token=bob)

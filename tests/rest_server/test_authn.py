@@ -7,7 +7,6 @@ import base64
 
 import pytest
 
-from pai.rest_server.keys import DB
 from pai.store import tokens, users
 from pai.store.credentials import token_digest
 from tests.rest_server.conftest import ADMIN_PASSWORD, Api
@@ -20,9 +19,8 @@ def reference(token: str) -> str:
     return tokens.token_reference(token_digest(token))
 
 
-def add_user(api: Api, name: str) -> None:
-    with api.client.app[DB].session() as s:
-        users.create_user(s, name, f"{name}-password")
+async def add_user(api: Api, name: str) -> None:
+    await api.write(lambda s: users.create_user(s, name, f"{name}-password"))
 
 
 async def form_login(api: Api, path: str, body: str) -> tuple[int, dict[str, object]]:
@@ -133,7 +131,7 @@ async def test_tokens_are_listed_by_reference_and_revoked_by_token_or_reference(
 
 
 async def test_a_token_is_revoked_by_its_owner_only(api: Api) -> None:
-    add_user(api, "bob")
+    await add_user(api, "bob")
     admin_token = api.token
     assert admin_token is not None
     bob = await api.login("bob", "bob-password")

@@ -10,9 +10,11 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy.orm import Session
+
 from pai.launcher import cluster
 from pai.rest_server.dashboard import CONTENT_TYPES, assets
-from pai.rest_server.keys import DB, LAUNCHER, STORE
+from pai.rest_server.keys import LAUNCHER, STORE
 from pai.store import users
 from tests.eventually import eventually
 from tests.rest_server.conftest import Api
@@ -54,6 +56,12 @@ def test_every_module_the_page_loads_is_served_and_ships_in_the_wheel() -> None:
     assert all(any(fnmatch(f"static/{f}", p) for p in patterns) for f in files)
 
 
+def private_with_bob(s: Session) -> None:
+    """bob, a user who is no admin, on a cluster whose jobs only their owners (and admins) read."""
+    users.create_user(s, "bob", "bob-password")
+    cluster.apply_file(s, {"access": {"jobsReadableByAll": False}}, 0.0)
+
+
 async def test_job_counts_are_by_state_and_only_the_callers_where_jobs_are_private(api: Api) -> None:
     for name in ("a", "b"):
         assert (await api.call("POST", "/api/v2/jobs", body=job(name), content_type="application/json"))[0] == 202
@@ -61,9 +69,7 @@ async def test_job_counts_are_by_state_and_only_the_callers_where_jobs_are_priva
     status, body = await api.call("GET", "/api/v2/cluster/job-counts")
     assert status == 200 and body["total"] == 2
     assert body["byState"] == {"WAITING": 1, "RUNNING": 0, "STOPPING": 0, "STOPPED": 1, "SUCCEEDED": 0, "FAILED": 0}
-    with api.client.app[DB].session() as s:
-        users.create_user(s, "bob", "bob-password")
-        cluster.apply_file(s, {"access": {"jobsReadableByAll": False}}, 0.0)
+    await api.write(private_with_bob)
     api.client.app[LAUNCHER].clusters.invalidate()
     await api.login("bob", "bob-password")
     assert (await api.call("GET", "/api/v2/cluster/job-counts"))[1]["total"] == 0
@@ -117,9 +123,7 @@ async def test_a_vcs_queue_is_in_the_schedulers_order_with_each_jobs_reason(api:
     assert "8 GPUs" in huge["waitingReason"]["message"]
     _, first = await api.call("GET", "/api/v2/virtual-clusters/default/queue?limit=1")
     assert first["total"] == 3 and [j["name"] for j in first["jobs"]] == ["prio"]
-    with api.client.app[DB].session() as s:
-        users.create_user(s, "bob", "bob-password")
-        cluster.apply_file(s, {"access": {"jobsReadableByAll": False}}, 0.0)
+    await api.write(private_with_bob)
     api.client.app[LAUNCHER].clusters.invalidate()
     await api.login("bob", "bob-password")
     _, theirs = await api.call("GET", "/api/v2/virtual-clusters/default/queue")

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from pai.rest_server.keys import DB
 from pai.store import users
 from tests.eventually import eventually
 from tests.rest_server.conftest import Api
@@ -190,8 +189,7 @@ async def test_tag_refusals(api: Api, method: str, path: str, body: dict[str, An
 
 async def test_only_the_owner_or_an_admin_tags_a_job(api: Api) -> None:
     await api.call("POST", "/api/v1/jobs", body=retried_job("a"), content_type="application/json")
-    with api.client.app[DB].session() as s:
-        users.create_user(s, "bob", "bob-password")
+    await api.write(lambda s: users.create_user(s, "bob", "bob-password"))
     bob = await api.login("bob", "bob-password")
     status, body = await api.call("PUT", "/api/v2/jobs/admin~a/tag", json_body={"value": "mine"}, token=bob)
     assert (status, body["code"]) == (403, "ForbiddenUserError")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 
-from pai.rest_server.keys import DB
 from pai.store import users
 from tests.rest_server.conftest import AGENT_TOKEN, Api
 from tests.rest_server.test_vcs import add_node, job
@@ -38,8 +37,7 @@ async def test_node_state_errors(api: Api) -> None:
     assert status == 400 and "value" in body["message"]
     status, body = await api.call("PUT", "/api/v2/nodes/nope/state", json_body={"value": "CORDONED"})
     assert status == 404 and body["code"] == "NoNodeError"
-    with api.client.app[DB].session() as s:
-        users.create_user(s, "bob", "bob-password")
+    await api.write(lambda s: users.create_user(s, "bob", "bob-password"))
     await api.login("bob", "bob-password")
     status, body = await api.call("PUT", "/api/v2/nodes/n1/state", json_body={"value": "CORDONED"})
     assert status == 403

@@ -148,8 +148,7 @@ class World:
 
     async def _bob(self) -> None:
         """bob, a user who is no admin, in the groups every user is in."""
-        with self.api.client.app[DB].session() as s:
-            users.create_user(s, "bob", "bob-password")
+        await self.api.write(lambda s: users.create_user(s, "bob", "bob-password"))
         self.tokens["bob"] = await self.api.login("bob", "bob-password")
         self.api.token = self.tokens["admin"]
 

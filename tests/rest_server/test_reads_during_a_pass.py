@@ -42,13 +42,15 @@ async def slow_pass(api: Api, monkeypatch: pytest.MonkeyPatch) -> Any:
 
 async def test_reads_are_answered_while_a_pass_holds_the_writer(api: Api, slow_pass: Any) -> None:
     entered, release, left = slow_pass
-    await add_node(api, "n1")  # wakes the loop: the held pass starts
+    # a pass starts at the next tick and is held; n1's registration may come before it or wait behind it
+    registered = asyncio.create_task(add_node(api, "n1"))
     assert await asyncio.to_thread(entered.wait, 10)
     for path in READS:
         status, body = await api.call("GET", path)
         assert status == 200, (path, body)
         assert not left.is_set()  # answered while the pass still held the writer thread
     release.set()
+    await registered
     status, _ = await api.call("POST", "/api/v2/jobs", body=job("after"), content_type="application/json")
     assert status == 202  # and writes go on once it is done
 
@@ -117,10 +119,10 @@ async def test_registrations_that_wait_for_the_writer_are_handled_in_one_transac
         return real(reqs)
 
     monkeypatch.setattr(launcher, "agent_batch", recorded)
+    await add_node(api, "n0")
     entered, release, _ = hold_passes(launcher, monkeypatch)
     try:
-        await add_node(api, "n0")  # wakes the loop: the held pass starts
-        assert await asyncio.to_thread(entered.wait, 10)
+        assert await asyncio.to_thread(entered.wait, 10)  # the next tick's pass, held
         calls = [asyncio.create_task(add_node(api, name)) for name in ("n1", "n2")]
         await eventually(lambda: loop._waiting.qsize() == 2, what="two registrations waiting for the writer")
         beat = asyncio.create_task(api.call("POST", "/api/internal/agents/n1/heartbeat", token=AGENT_TOKEN,
@@ -147,8 +149,7 @@ async def test_a_registration_waiting_for_the_writer_shows_its_node_alive(
     await eventually(lambda: launcher.heartbeats.pending("n0") is None, what="n0's arrival taken by a pass")
     entered, release, _ = hold_passes(launcher, monkeypatch)
     try:
-        await add_node(api, "n1")  # wakes the loop: the held pass starts
-        assert await asyncio.to_thread(entered.wait, 10)
+        assert await asyncio.to_thread(entered.wait, 10)  # the next tick's pass, held
         again = asyncio.create_task(add_node(api, "n0"))
         await eventually(lambda: loop._waiting.qsize() == 1, what="the registration waiting for the writer")
         assert launcher.heartbeats.pending("n0") is not None

@@ -7,7 +7,6 @@ from typing import Any
 
 from cryptography.hazmat.primitives import serialization
 
-from pai.rest_server.keys import DB
 from pai.store import users
 from tests.rest_server.conftest import Api
 from tests.rest_server.test_nodes import heartbeat, wait_state
@@ -37,8 +36,7 @@ async def submit(api: Api, name: str, plugin: bool = True, token: str | None = N
 
 
 async def bob(api: Api) -> str:
-    with api.client.app[DB].session() as s:
-        users.create_user(s, "bob", "bob-password")
+    await api.write(lambda s: users.create_user(s, "bob", "bob-password"))
     token = await api.login("bob", "bob-password")
     await api.login()
     return token

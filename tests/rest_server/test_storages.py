@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 import yaml
+from sqlalchemy.orm import Session
 
 from pai.domain.errors import InvalidParametersError
 from pai.launcher import cluster
@@ -24,9 +25,11 @@ STORAGES: list[dict[str, Any]] = [
 
 @pytest.fixture
 async def with_storages(api: Api) -> Api:
-    with api.client.app[DB].session() as s:
+    def storages_and_bob(s: Session) -> None:
         cluster.apply_file(s, {"storages": STORAGES}, 0.0)
         users.create_user(s, "bob", "bob-password")
+
+    await api.write(storages_and_bob)
     return api
 
 

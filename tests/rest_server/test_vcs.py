@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pai.rest_server.keys import DB, VCADMIN
+from pai.rest_server.keys import VCADMIN
 from pai.store import users
 from tests.rest_server.conftest import AGENT_TOKEN, Api
 
@@ -113,8 +113,7 @@ async def test_invalid_vc_changes_are_400_and_change_nothing(api: Api, path: str
 
 
 async def test_only_admins_change_vcs(api: Api) -> None:
-    with api.client.app[DB].session() as s:
-        users.create_user(s, "bob", "bob-password")
+    await api.write(lambda s: users.create_user(s, "bob", "bob-password"))
     await api.login("bob", "bob-password")
     status, body = await api.call("PUT", "/api/v1/virtual-clusters/dev", json_body={"vcCapacity": 10})
     assert status == 403 and body["code"] == "ForbiddenUserError"
