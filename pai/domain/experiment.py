@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from pai.domain.states import JobState
+
 Scalar = str | int | float | bool | None  # a categorical or constant value (JSON scalars)
 
 ASHA_RUNGS = 3  # rungs of ASHA below maxTime: at maxTime / divisor**2, maxTime / divisor (and maxTime ends a trial)
@@ -105,6 +107,36 @@ _TERMINAL = frozenset({TrialState.COMPLETED, TrialState.STOPPED, TrialState.FAIL
 class StoppedBy(StrEnum):
     SEARCHER = "searcher"  # early stopping: never FAILED, never retried
     USER = "user"  # the experiment (or the trial's job) was stopped
+
+
+# A trial follows its job: the job's state -> the trial's (a STOPPED job's trial says who stopped it).
+TRIAL_OF_JOB: Mapping[JobState, TrialState] = {
+    JobState.WAITING: TrialState.WAITING,
+    JobState.RUNNING: TrialState.RUNNING,
+    JobState.STOPPING: TrialState.RUNNING,
+    JobState.SUCCEEDED: TrialState.COMPLETED,
+    JobState.STOPPED: TrialState.STOPPED,
+    JobState.FAILED: TrialState.FAILED,
+}
+
+
+def trial_state(job: JobState | None, stop_asked_by: StoppedBy | None) -> tuple[TrialState, StoppedBy | None]:
+    """A trial's state and who stopped it, from its job's state (None: the job was deleted, which stops the trial)
+    and who asked it to stop (None: nobody; a job stopped without being asked was stopped by its user)."""
+    state = TrialState.STOPPED if job is None else TRIAL_OF_JOB[job]
+    if state is not TrialState.STOPPED:
+        return state, None
+    return state, stop_asked_by or StoppedBy.USER
+
+
+class ExperimentState(StrEnum):
+    ACTIVE = "ACTIVE"  # searching: trials are asked for as others end
+    STOPPING = "STOPPING"  # the user stopped it: no new trial, its trials are being stopped
+    COMPLETED = "COMPLETED"  # the searcher ran every trial it meant to
+    STOPPED = "STOPPED"  # stopped by the user, every trial ended
+
+    def is_terminal(self) -> bool:
+        return self in (ExperimentState.COMPLETED, ExperimentState.STOPPED)
 
 
 @dataclass(frozen=True, slots=True)

@@ -120,6 +120,9 @@ class JobSpec:
     # The private key is sealed with the secrets: a spec read from the store has "" here until a task starts.
     ssh_public_key: str = ""
     ssh_private_key: str = field(default="", repr=False)
+    # A trial's job (issue 29): its trial's token, made when the searcher asked for it, sealed like the SSH key; the
+    # trial's tasks get it as PAI_TRIAL_TOKEN ("": not a trial).
+    trial_token: str = field(default="", repr=False)
 
     @property
     def uses_ssh_plugin(self) -> bool:

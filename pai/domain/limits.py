@@ -18,9 +18,11 @@ class JobLimits:
 
     tasks_per_role: int = 1_000  # instances of one task role (v1 taskNumber, v2 instances)
     tasks_per_job: int = 5_000  # instances of all task roles together
+    trials_per_experiment: int = 1_000  # an experiment's searcher.maxTrials
 
     def to_dict(self) -> dict[str, int]:
-        return {"tasksPerRole": self.tasks_per_role, "tasksPerJob": self.tasks_per_job}
+        return {"tasksPerRole": self.tasks_per_role, "tasksPerJob": self.tasks_per_job,
+                "trialsPerExperiment": self.trials_per_experiment}
 
 
 DEFAULT_JOB_LIMITS = JobLimits()

@@ -34,7 +34,7 @@ from pai.domain.experiment import (
     Space,
     grid_values,
 )
-from pai.domain.jobspec import PRIORITY_CLASSES
+from pai.domain.jobspec import PRIORITY_CLASSES, JobSpec
 from pai.domain.limits import DEFAULT_JOB_LIMITS, JobLimits
 from pai.jobspec import v2
 from pai.jobspec.decode import decode
@@ -42,7 +42,6 @@ from pai.jobspec.limits import check_job_limits
 from pai.jobspec.schema import ProtocolVersion, describe, validate
 
 SCHEMA = "experiment.json"
-DEFAULT_MAX_TRIALS = 1_000  # the cluster's limit on maxTrials unless its configuration says otherwise
 _SET_BY_EXPERIMENT = ("protocolVersion", "name", "type")  # of every trial's job
 
 
@@ -62,34 +61,64 @@ def parse_experiment(
     body: bytes | str,
     content_type: str | None = None,
     *,
-    max_trials: int = DEFAULT_MAX_TRIALS,
     priority_classes: Mapping[str, int] = PRIORITY_CLASSES,
     limits: JobLimits = DEFAULT_JOB_LIMITS,
 ) -> ParsedExperiment:
+    """``limits.trials_per_experiment``: the cluster's limit on ``maxTrials``."""
     decoded = decode(body, content_type)
     config = decoded.config
     _check_schema(config)
-    searcher = _searcher(config["searcher"], max_trials)
+    searcher = _searcher(config["searcher"], limits.trials_per_experiment)
     spaces = {name: _space(f"hyperparameters.{name}", doc, searcher.name) for name, doc in
               config["hyperparameters"].items()}
     if searcher.name is SearcherName.GRID:
         _check_grid_size(spaces)
-    check_trial(config["trial"], config["name"], priority_classes, limits)
+    check_trial(config["trial"], config["name"], priority_classes, limits, hparams=example_hparams(spaces))
     experiment = Experiment(name=config["name"], searcher=searcher, hyperparameters=spaces, trial=config["trial"])
     return ParsedExperiment(experiment=experiment, config=config, text=decoded.text)
 
 
+def experiment_from_config(config: Mapping[str, Any]) -> Experiment:
+    """The model of an experiment stored as it was accepted (not checked again: the cluster's limits may have moved
+    since, and an accepted experiment goes on)."""
+    searcher = _searcher(config["searcher"], math.inf)
+    spaces = {name: _space(f"hyperparameters.{name}", doc, searcher.name) for name, doc in
+              config["hyperparameters"].items()}
+    return Experiment(name=config["name"], searcher=searcher, hyperparameters=spaces, trial=config["trial"])
+
+
+def trial_job(experiment: str, trial: Mapping[str, Any], number: int) -> dict[str, Any]:
+    """The v2 job document of trial ``number``: the experiment's trial body under the trial's name."""
+    return {"protocolVersion": 2, "name": trial_name(experiment, number), "type": "job", **copy.deepcopy(dict(trial))}
+
+
+def trial_spec(experiment: str, trial: Mapping[str, Any], number: int, hparams: Mapping[str, Any],
+               priority_classes: Mapping[str, int] = PRIORITY_CLASSES) -> tuple[dict[str, Any], JobSpec]:
+    """Trial ``number``'s job document and its spec, ``<% $hparams.x %>`` rendered with its hyperparameters. The
+    body was checked when the experiment was posted; a cluster whose priority classes changed since may refuse it
+    now (InvalidProtocolError)."""
+    job = trial_job(experiment, trial, number)
+    return job, v2.normalize(copy.deepcopy(job), priority_classes, hparams=hparams)
+
+
+def example_hparams(spaces: Mapping[str, Space]) -> dict[str, Any]:
+    """A value of every hyperparameter (its lowest), to check the trial body's ``$hparams`` references with."""
+    return {name: grid_values(space)[0] if isinstance(space, ConstSpace | CategoricalSpace | IntSpace)
+            else space.minval for name, space in spaces.items()}
+
+
 def check_trial(trial: dict[str, Any], name: str, priority_classes: Mapping[str, int] = PRIORITY_CLASSES,
-                limits: JobLimits = DEFAULT_JOB_LIMITS) -> None:
-    """The trial body as a v2 job named after the experiment's first trial; its errors' fields under ``trial.``."""
+                limits: JobLimits = DEFAULT_JOB_LIMITS, *, hparams: Mapping[str, Any] | None = None) -> None:
+    """The trial body as a v2 job named after the experiment's first trial, with ``hparams`` for its
+    ``<% $hparams.x %>`` references; its errors' fields under ``trial.``."""
     for key in _SET_BY_EXPERIMENT:
         if key in trial:
             raise InvalidProtocolError(f"trial.{key}: is set by the experiment", field=f"trial.{key}")
-    job = {"protocolVersion": 2, "name": trial_name(name, 0), "type": "job", **copy.deepcopy(trial)}
+    job = trial_job(name, trial, 0)
     try:
         validate(job, ProtocolVersion.V2)
         check_job_limits(job, ProtocolVersion.V2, limits)
-        v2.normalize(job, priority_classes)
+        v2.normalize(job, priority_classes, hparams=hparams or {})
     except InvalidProtocolError as error:
         field = f"trial.{error.field}" if error.field else "trial"
         raise InvalidProtocolError(f"trial.{error.message}" if error.field else f"trial: {error.message}",
@@ -109,10 +138,11 @@ def _check_schema(config: dict[str, Any]) -> None:
         raise InvalidProtocolError(f"{field or '<root>'}: {rule}", field=field)
 
 
-def _searcher(doc: dict[str, Any], max_trials: int) -> Searcher:
+def _searcher(doc: Mapping[str, Any], max_trials: float) -> Searcher:
     if doc["maxTrials"] > max_trials:
         raise InvalidProtocolError(
-            f"searcher.maxTrials: {doc['maxTrials']} is greater than the maximum of {max_trials} (cluster limit)",
+            f"searcher.maxTrials: {doc['maxTrials']} is greater than the maximum of {max_trials} (cluster limit "
+            f"trialsPerExperiment)",
             field="searcher.maxTrials")
     return Searcher(
         name=SearcherName(doc["name"]), metric=doc["metric"], max_trials=doc["maxTrials"],
@@ -121,7 +151,7 @@ def _searcher(doc: dict[str, Any], max_trials: int) -> Searcher:
         max_time=doc.get("maxTime"), divisor=doc.get("divisor", 4))
 
 
-def _space(path: str, doc: dict[str, Any], searcher: SearcherName) -> Space:
+def _space(path: str, doc: Mapping[str, Any], searcher: SearcherName) -> Space:
     kind = doc["type"]
     if kind == "const":
         return ConstSpace(doc["val"])

@@ -1,4 +1,5 @@
-"""OpenPAI's v2 templating: ``<% $parameters.x %>``, ``<% $secrets.x %>``, ``<% $data.uri[0] %>`` in commands.
+"""OpenPAI's v2 templating: ``<% $parameters.x %>``, ``<% $secrets.x %>``, ``<% $data.uri[0] %>`` in commands;
+and in a trial of an experiment, ``<% $hparams.lr %>`` (its hyperparameters).
 
 A tag naming none of :data:`NAMESPACES` (``<% $env.HOME %>``, ``<% name %>``) is treated as OpenPAI treats it:
 its REST server (``src/rest-server/src/middlewares/v2/protocol.js``, ``render``) writes a tag it cannot resolve
@@ -28,6 +29,7 @@ _NOUNS = {
     "data": "data field",
     "script": "script field",
     "output": "output field",
+    "hparams": "hyperparameter",  # a trial of an experiment's: its hyperparameters (pai.jobspec.experiment)
 }
 NAMESPACES = frozenset(_NOUNS)
 

@@ -25,7 +25,10 @@ REFERENCE_FIELDS = {"dockerImage": "dockerimage", "data": "data", "script": "scr
 Prerequisites = dict[str, dict[str, dict[str, Any]]]  # type -> name -> item
 
 
-def normalize(config: dict[str, Any], classes: Mapping[str, int] = PRIORITY_CLASSES) -> JobSpec:
+def normalize(config: dict[str, Any], classes: Mapping[str, int] = PRIORITY_CLASSES, *,
+              hparams: Mapping[str, Any] | None = None) -> JobSpec:
+    """``hparams``: a trial's hyperparameters, for ``<% $hparams.x %>`` (None: not a trial; the reference is an
+    error)."""
     roles: dict[str, dict[str, Any]] = config["taskRoles"]
     prerequisites = _prerequisites(config["prerequisites"])
     check_role_prerequisites(roles, config["prerequisites"])
@@ -34,6 +37,8 @@ def normalize(config: dict[str, Any], classes: Mapping[str, int] = PRIORITY_CLAS
     wrappers = _deployment(config, roles)
     extras = Extras.read(config.get("extras"), list(roles), classes)
     scope = {"parameters": config.get("parameters") or {}, "secrets": secrets}
+    if hparams is not None:
+        scope["hparams"] = dict(hparams)
     task_roles = tuple(
         _role(name, role, prerequisites, scope, wrappers.get(name, {}), extras.sku_types.get(name), auths, config)
         for name, role in roles.items()

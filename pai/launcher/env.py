@@ -38,9 +38,10 @@ def _count(v: int | None) -> str:
     return "-1" if v is None else str(v)
 
 
-def task_env(job: Job, current: Task) -> dict[str, str]:
+def task_env(job: Job, current: Task, *, trial_token: str = "") -> dict[str, str]:
     """Every variable for ``current``; every task of a gang has an address and ports (a non-gang job's peers may
-    not yet)."""
+    not yet). ``trial_token``: a trial's job's token (unsealed), as PAI_TRIAL_TOKEN (its PAI_TRIAL_ID and
+    PAI_TRIAL_HPARAMS are in the job's envs)."""
     spec = job.spec
     tasks = _ordered(job)
     env: dict[str, str] = {str(k): str(v) for k, v in spec.job_envs.items()}
@@ -90,6 +91,8 @@ def task_env(job: Job, current: Task) -> dict[str, str]:
         }
     )
     env.update(_torch_env(tasks, current))
+    if trial_token:
+        env["PAI_TRIAL_TOKEN"] = trial_token
     return env
 
 

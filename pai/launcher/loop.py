@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import importlib
 import logging
 import math
 import queue
@@ -150,6 +151,26 @@ class LauncherLoop:
         except Exception:  # a chart's sample is not worth a pass
             log.exception("VC usage sample failed")
 
+    async def _search(self) -> None:
+        """The experiments' step (pai.launcher.experiments): trials follow their jobs; the searcher decides, on a
+        reader thread, for each experiment whose trials changed; each decision is applied on the writer thread."""
+        runner = self.launcher.experiments
+        try:
+            await self.store.call(runner.follow_jobs)
+            works = await self.store.read(runner.pending)
+            if not works:
+                return
+            searcher = importlib.import_module("pai.launcher.searcher")  # Optuna: only once there is a search
+            classes, _ = await self.store.read(self.launcher.submission_rules)
+            for work in works:
+                decision = await self.store.read(searcher.decide, work.experiment, work.trials, work.row.id)
+                if await self.store.call(runner.apply, work, decision, classes):
+                    self.wake()  # new trials' jobs: a pass now
+        except FencedError:
+            raise
+        except Exception:  # a search that cannot go on is not worth the scheduler: logged, tried again next tick
+            log.exception("experiments step failed")
+
     async def run(self) -> None:
         while True:
             with contextlib.suppress(TimeoutError):  # asyncio.timeout: wait_for may lose a cancellation (3.11)
@@ -167,6 +188,7 @@ class LauncherLoop:
                 await self.store.call(self.launcher.schedule_pass)
                 self.passes += 1
                 await self._sample()
+                await self._search()
                 if self.launcher.scheduling.postponed:  # admissions left for the next pass: run it soon (the
                     self.wake()  # agent messages that came meanwhile go first: the writer thread takes turns)
                 touched = await self.store.call(self.launcher.take_touched)

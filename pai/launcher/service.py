@@ -30,6 +30,7 @@ from pai.launcher.accounts import Accounts
 from pai.launcher.binding import BindingError, bind_task, ledgers
 from pai.launcher.directory import Directory
 from pai.launcher.env import task_env
+from pai.launcher.experiments import ExperimentRunner
 from pai.launcher.heartbeats import Heartbeats, Quiet, quiet_attempts
 from pai.launcher.inbox import Inbox
 from pai.launcher.lifecycle import (
@@ -155,6 +156,7 @@ class Launcher:
         # launcher holds; 0 while it holds none (unfenced: agents accept it until they have seen a higher one).
         self.epoch = 0
         self.fencing = False  # lead(fence=True): the writes that matter check the lease first (leases.fenced)
+        self.experiments = ExperimentRunner(db, self.submit, self.stop_for, clock)
 
     # ---- users' requests ----------------------------------------------------------------------
 
@@ -165,23 +167,9 @@ class Launcher:
         user = owner.name
         job = Job(id=_new_id(), user=user, spec=spec, submitted_at=now, tasks=initial_tasks(spec))
         with self.db.session() as s:
-            clu = self.clusters.get(s)
-            status = clu.vc_status(spec.virtual_cluster)
-            if status is None:
-                raise NoVirtualClusterError(
-                    f"virtualCluster: {spec.virtual_cluster!r} does not exist", field="virtualCluster"
-                )
-            if not owner.may_use_vc(spec.virtual_cluster):
-                raise ForbiddenUserError(f"virtualCluster: user {user} is not allowed to do operation in "
-                                         f"{spec.virtual_cluster} (it is not a VC of their groups)",
-                                         field="virtualCluster")
+            clu = self.require_vc(s, owner, spec.virtual_cluster)
             if not spec.preemptible:  # extras.preemptible: false is a right the configuration grants
                 clu.config.non_preemptible.require(user, owner.groups, spec.priority_class, admin=owner.admin)
-            if not status.accepts_jobs():
-                raise InvalidParametersError(
-                    f"virtualCluster: VC {spec.virtual_cluster!r} is {status.value} and accepts no new jobs",
-                    field="virtualCluster",
-                )
             job = replace(job, spec=pathvars.bind(spec, user, cluster.default_fs(s)))  # v1's $PAI_USER_NAME, ...
             job = replace(job, spec=sshaccess.with_key_pair(job.spec, job.key))  # the ssh plugin's, sealed
             if spec.storages:  # resolved against the storages as they are now
@@ -195,6 +183,32 @@ class Launcher:
             for warning in warnings:
                 history.add_event(s, job.id, now, "warning", f"{warning.field}: {warning.message}", warning.to_dict())
         log.info("job submitted job=%s vc=%s tasks=%d", job.key, job.vc, len(job.tasks))
+        return job
+
+    def require_vc(self, s: Session, owner: User, vc: str) -> cluster.Cluster:
+        """The cluster, once ``vc`` is known to exist, to be one of ``owner``'s and to accept jobs (else the error that
+        names ``virtualCluster``)."""
+        clu = self.clusters.get(s)
+        status = clu.vc_status(vc)
+        if status is None:
+            raise NoVirtualClusterError(f"virtualCluster: {vc!r} does not exist", field="virtualCluster")
+        if not owner.may_use_vc(vc):
+            raise ForbiddenUserError(f"virtualCluster: user {owner.name} is not allowed to do operation in {vc} (it is "
+                                     f"not a VC of their groups)", field="virtualCluster")
+        if not status.accepts_jobs():
+            raise InvalidParametersError(f"virtualCluster: VC {vc!r} is {status.value} and accepts no new jobs",
+                                         field="virtualCluster")
+        return clu
+
+    def stop_for(self, key: str, by: str) -> Job:
+        """Stop a job on the platform's behalf (``by`` says who: an experiment's searcher), not a user's request."""
+        with self.db.session() as s:
+            job = store_jobs.get_job(s, key)
+            if not job.state.is_terminal():
+                job = self._apply(s, job, StopRequested(self.clock(), by))
+                store_jobs.save_job(s, job)
+                wakeups.job_changed(s, job.id)
+        log.info("job stop requested job=%s by=%s state=%s", key, by, job.state.value)
         return job
 
     def stop(self, key: str, by: User) -> StopResult:
@@ -459,7 +473,7 @@ class Launcher:
             index=task.index,
             image=role.image or job.spec.image,
             command=role.command,
-            env=task_env(job, task),
+            env=task_env(job, task, trial_token=spec.trial_token),
             resources=role.resources,
             shm_mb=role.shm_mb,
             gpus=task.gpus,

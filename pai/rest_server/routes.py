@@ -8,6 +8,7 @@ from pai.rest_server import (
     attempts,
     authn,
     execrelay,
+    experiments,
     groups,
     jobs,
     logfollow,
@@ -30,6 +31,8 @@ from pai.rest_server.stats import job_counts, usage_history, vc_queue
 JOB = "/api/v2/jobs/{key:[^/]+}"  # user~job; another name is answered NoJobError (OpenPAI's VS Code extension asks
 # for /api/v2/jobs/protocolversion/config and takes NoApiError to mean a v1-only cluster)
 V1_JOB = "/api/v1/user/{user}/jobs/{name}"  # OpenPAI v0.14's
+EXPERIMENT = "/api/v2/experiments/{key:[^/]+}"  # user~experiment
+TRIAL = "/api/v2/trials/{trial:\\d{1,18}}"
 PROXY = "/proxy/{key:[^/]+}/{role}/{index}/{label}{tail:(/.*)?}"
 TASK = JOB + "/attempts/{attempt:\\d+}/taskRoles/{role}/taskIndex/{index:\\d+}/attempts"  # a task in a job attempt
 
@@ -107,6 +110,15 @@ _users: list[web.RouteDef] = [
     web.get(JOB + "/tasks/{role}/{index}/exec", execrelay.exec_task),  # a WebSocket
     web.get(JOB + "/tasks/{role}/{index}/ports/{label}/tunnel", tunnel.tunnel),  # WebSocket <-> the task's port
     web.put(JOB + "/priority", vcs.put_priority),
+    web.post("/api/v2/experiments", experiments.create),
+    web.get("/api/v2/experiments", experiments.list_experiments),
+    web.get(EXPERIMENT, experiments.experiment_detail),
+    web.put(EXPERIMENT + "/executionType", experiments.execution_type),
+    web.post(TRIAL + "/metrics", experiments.report),  # a trial's token (pai_trial)
+    web.get(TRIAL + "/metrics", experiments.metrics),
+    web.post(TRIAL + "/checkpoints", experiments.add_checkpoint),
+    web.get(TRIAL + "/checkpoints", experiments.checkpoints),
+    web.get(TRIAL + "/checkpoints/latest", experiments.latest_checkpoint),
     web.get("/api/v2/nodes", h.list_nodes),
     web.get("/api/v2/masters", list_masters),
     web.get("/api/v2/cluster/sku-types", h.sku_types),

@@ -14,13 +14,15 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from pai.domain.errors import ConflictExperimentError, NoExperimentError, NoTrialError
 from pai.store import jobs
-from pai.store.schema import ExperimentRow, TrialRow
+from pai.store.schema import ExperimentRow, JobRow, TrialRow
+
+UNENDED = ("WAITING", "RUNNING")  # the trial states that follow their job (pai.domain.experiment.TrialState)
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,10 +178,54 @@ def set_trial_state(s: Session, trial_id: int, state: str, *, stopped_by: str | 
              NoTrialError, trial_id)
 
 
-def request_trial_stop(s: Session, trial_id: int) -> None:
-    """The searcher (or a stopped experiment) wants the trial to end: its next report answers ``stop``."""
-    _updated(s.execute(update(TrialRow).where(TrialRow.id == trial_id).values(stop_requested=True)),
-             NoTrialError, trial_id)
+def request_trial_stop(s: Session, trial_id: int, by: str | None = None) -> None:
+    """The searcher (or a stopped experiment) wants the trial to end: its next report answers ``stop``. ``by``
+    (``searcher``, ``user``): who asked, kept as who stopped it once it has (a second request keeps the first's)."""
+    values: dict[str, Any] = {"stop_requested": True}
+    if by is not None:
+        values["stopped_by"] = func.coalesce(TrialRow.stopped_by, by)
+    _updated(s.execute(update(TrialRow).where(TrialRow.id == trial_id).values(**values)), NoTrialError, trial_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """What an experiment's search decides on, in short: when it changes, the searcher looks again."""
+
+    trials: int
+    points: int
+    states: tuple[tuple[int, str, bool], ...]  # (number, state, stop_requested) by number
+
+
+def progress(s: Session, experiment_id: int) -> Progress:
+    rows = s.execute(select(TrialRow.number, TrialRow.state, TrialRow.stop_requested, TrialRow.points)
+                     .where(TrialRow.experiment_id == experiment_id).order_by(TrialRow.number)).all()
+    return Progress(len(rows), sum(int(r.points) for r in rows),
+                    tuple((int(r.number), str(r.state), bool(r.stop_requested)) for r in rows))
+
+
+@dataclass(frozen=True, slots=True)
+class TrialJob:
+    """A trial that has not ended, with its job's state now (None: its job is gone)."""
+
+    trial: Trial
+    job_state: str | None
+    job_key: str | None
+
+
+def unended_trials(s: Session) -> list[TrialJob]:
+    """Every trial not ended yet (of any experiment), with its job's state: what follows the jobs."""
+    query = (select(TrialRow, JobRow.state, JobRow.user_name, JobRow.name)
+             .outerjoin(JobRow, JobRow.id == TrialRow.job_id)
+             .where(TrialRow.state.in_(UNENDED)).order_by(TrialRow.id))
+    return [TrialJob(_trial(row), state, None if user is None else f"{user}~{name}")
+            for row, state, user, name in s.execute(query).all()]
+
+
+def job_keys(s: Session, experiment_id: int) -> dict[int, str]:
+    """The experiment's trials' jobs: trial id -> ``user~job``."""
+    query = (select(TrialRow.id, JobRow.user_name, JobRow.name).join(JobRow, JobRow.id == TrialRow.job_id)
+             .where(TrialRow.experiment_id == experiment_id))
+    return {int(r.id): f"{r.user_name}~{r.name}" for r in s.execute(query)}
 
 
 def _updated(result: Any, error: type[NoExperimentError | NoTrialError], what: int) -> None:

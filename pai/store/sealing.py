@@ -11,6 +11,7 @@ A v2 job's ``secrets`` reach three places of its row: the submitted text (``conf
 
 A job whose roles use the ssh plugin has a key pair (``JobSpec.ssh_private_key``): its private key is sealed in the
 same token (``"ssh_private_key"``; the spec keeps ""), and a job with nothing else to seal keeps its commands clear.
+A trial's job has its trial's token (``JobSpec.trial_token``), sealed the same way (``"trial_token"``).
 
 A spec read back carries the token (``JobSpec.sealed``) and its masked fields: nothing that schedules, lists or
 shows jobs needs more, so nothing but the start of a task (``unsealed``) ever decrypts, and the read front and the
@@ -37,6 +38,7 @@ _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 SSH_KEY = "ssh_private_key"
+SEALED_SCALARS = (SSH_KEY, "trial_token")  # fields sealed whole; the spec keeps ""
 
 
 def _has_secrets(spec: dict[str, Any]) -> bool:
@@ -51,16 +53,14 @@ def parts_of(spec: dict[str, Any]) -> dict[str, Any] | None:
         roles: list[dict[str, Any]] = spec["task_roles"]
         parts = {"secrets": spec.get("secrets"),
                  "roles": {r["name"]: {"command": r["command"], "image_auth": r.get("image_auth")} for r in roles}}
-    if spec.get(SSH_KEY):
-        parts[SSH_KEY] = spec[SSH_KEY]
+    parts.update({name: spec[name] for name in SEALED_SCALARS if spec.get(name)})
     return parts or None
 
 
 def masked_spec(spec: dict[str, Any]) -> dict[str, Any]:
     """``spec`` with what ``parts_of`` seals masked (masking a masked spec changes nothing)."""
     out = dict(spec)
-    if SSH_KEY in spec:
-        out[SSH_KEY] = ""
+    out.update({name: "" for name in SEALED_SCALARS if name in spec})
     if not _has_secrets(spec):
         return out
     if isinstance(spec.get("secrets"), dict):
@@ -84,8 +84,7 @@ def restored_spec(spec: dict[str, Any], parts: dict[str, Any]) -> dict[str, Any]
                                        for r in spec["task_roles"]]}
     if "secrets" in parts:
         restored["secrets"] = parts["secrets"]
-    if SSH_KEY in parts:
-        restored[SSH_KEY] = parts[SSH_KEY]
+    restored.update({name: parts[name] for name in SEALED_SCALARS if name in parts})
     return restored
 
 
@@ -131,7 +130,7 @@ def unsealed(s: Session, spec: JobSpec) -> JobSpec:
 
     return replace(spec, secrets=parts.get("secrets", spec.secrets), sealed=None,
                    task_roles=tuple(role_of(r.name, r) for r in spec.task_roles),
-                   ssh_private_key=str(parts.get(SSH_KEY, "")))
+                   ssh_private_key=str(parts.get(SSH_KEY, "")), trial_token=str(parts.get("trial_token", "")))
 
 
 def masked_text(text: str) -> str:

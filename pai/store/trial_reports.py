@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,21 +64,21 @@ def _insert(s: Session) -> Any:
 
 def check_step(step: object) -> int:
     if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= MAX_STEP:
-        raise InvalidParametersError(f"step must be an integer from 0 to {MAX_STEP}, not {step!r}", field="step")
+        raise InvalidParametersError(f"step: must be an integer from 0 to {MAX_STEP}, not {step!r}", field="step")
     return step
 
 
 def check_values(values: Mapping[str, object]) -> dict[str, float]:
     """The report's values as floats; InvalidParametersError naming the metric when one is not a finite number."""
     if not values:
-        raise InvalidParametersError("metrics must name at least one value", field="metrics")
+        raise InvalidParametersError("metrics: must name at least one value", field="metrics")
     checked: dict[str, float] = {}
     for name, value in values.items():
         if not isinstance(name, str) or not 0 < len(name) <= MAX_NAME_LENGTH:
-            raise InvalidParametersError(f"a metric's name must be 1 to {MAX_NAME_LENGTH} characters, not {name!r}",
+            raise InvalidParametersError(f"metrics: a metric's name must be 1 to {MAX_NAME_LENGTH} characters, not {name!r}",
                                          field="metrics")
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-            raise InvalidParametersError(f"metric {name} must be a finite number, not {value!r}",
+            raise InvalidParametersError(f"metrics.{name}: must be a finite number, not {value!r}",
                                          field=f"metrics.{name}")
         checked[name] = float(value)
     return checked
@@ -100,7 +100,7 @@ def report(s: Session, trial_id: int, step: object, values: Mapping[str, object]
     ).one_or_none()
     if moved is None:
         raise InvalidParametersError(
-            f"trial {trial_id} keeps at most {MAX_POINTS_PER_TRIAL} metric values (one per step and name) and this "
+            f"metrics: trial {trial_id} keeps at most {MAX_POINTS_PER_TRIAL} metric values (one per step and name) and this "
             f"report would store more; report less often (every n-th step) or fewer metrics", field="metrics")
     return ReportAnswer(stored, bool(moved.stop_requested))
 
@@ -130,6 +130,18 @@ def experiment_series(s: Session, experiment_id: int, name: str) -> dict[int, li
     return curves
 
 
+def reports_of(s: Session, experiment_id: int, names: Iterable[str]) -> dict[int, dict[int, dict[str, float]]]:
+    """The experiment's reports of the metrics ``names``: trial id -> step -> {name: value} (what the searcher
+    replays; a trial that reported none of them is absent)."""
+    query = (select(TrialMetricRow.trial_id, TrialMetricRow.step, TrialMetricRow.name, TrialMetricRow.value)
+             .join(TrialRow, TrialRow.id == TrialMetricRow.trial_id)
+             .where(TrialRow.experiment_id == experiment_id, TrialMetricRow.name.in_(sorted(set(names)))))
+    reports: dict[int, dict[int, dict[str, float]]] = {}
+    for row in s.execute(query):
+        reports.setdefault(int(row.trial_id), {}).setdefault(int(row.step), {})[row.name] = float(row.value)
+    return reports
+
+
 def summaries(s: Session, experiment_id: int, name: str, *, smaller_is_better: bool) -> dict[int, MetricSummary]:
     """For each trial of the experiment that reported ``name``: its latest value and its best one."""
     m = TrialMetricRow
@@ -153,7 +165,7 @@ def add_checkpoint(s: Session, trial_id: int, step: object, path: str, metadata:
     """Record a checkpoint the trial wrote at ``step``; the same step again replaces it (the trial rewrote it)."""
     at_step, at = check_step(step), time.time() if now is None else now
     if not path or len(path) > 4096:
-        raise InvalidParametersError("a checkpoint's path must be 1 to 4096 characters", field="path")
+        raise InvalidParametersError("path: a checkpoint's path must be 1 to 4096 characters", field="path")
     if s.get(TrialRow, trial_id) is None:
         raise NoTrialError(f"trial {trial_id} not found")
     values = {"trial_id": trial_id, "step": at_step, "path": path, "metadata": metadata, "created_at": at}

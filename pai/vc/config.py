@@ -129,6 +129,7 @@ def job_limits(d: Mapping[str, Any]) -> JobLimits:
     return JobLimits(
         tasks_per_role=int(d.get("tasksPerRole", base.tasks_per_role)),
         tasks_per_job=int(d.get("tasksPerJob", base.tasks_per_job)),
+        trials_per_experiment=int(d.get("trialsPerExperiment", base.trials_per_experiment)),
     )
 
 

@@ -14,6 +14,7 @@ import yaml
 from jsonschema import Draft202012Validator
 
 from pai.domain.errors import InvalidProtocolError
+from pai.domain.limits import JobLimits
 from pai.domain.experiment import (
     CategoricalSpace,
     ConstSpace,
@@ -105,7 +106,7 @@ BAD = [
     Bad("maxConcurrentTrials below 1", changed("searcher.maxConcurrentTrials", 0), "searcher.maxConcurrentTrials",
         "less than the minimum of 1"),
     Bad("maxTrials past the cluster's limit", experiment(), "searcher.maxTrials",
-        "16 is greater than the maximum of 10 (cluster limit)", max_trials=10),
+        "16 is greater than the maximum of 10 (cluster limit trialsPerExperiment)", max_trials=10),
     Bad("asha without maxTime", changed("searcher.maxTime", DELETE), "searcher.maxTime", "is required"),
     Bad("hyperband without maxTime", experiment(searcher={"name": "hyperband", "metric": "loss", "maxTrials": 4}),
         "searcher.maxTime", "is required"),
@@ -151,7 +152,7 @@ BAD = [
 @pytest.mark.parametrize("case", BAD, ids=lambda c: c.name)
 def test_bad_documents_name_the_field_and_the_rule(case: Bad) -> None:
     with pytest.raises(InvalidProtocolError) as caught:
-        parse_experiment(yaml.safe_dump(case.doc), "text/yaml", max_trials=case.max_trials)
+        parse_experiment(yaml.safe_dump(case.doc), "text/yaml", limits=JobLimits(trials_per_experiment=case.max_trials))
     assert caught.value.field == case.field, caught.value.message
     assert caught.value.message.startswith(f"{case.field}: ")
     assert case.rule in caught.value.message

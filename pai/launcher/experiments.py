@@ -1,0 +1,206 @@
+"""Experiments on the job machinery (issue 29): the thin shell around the searcher's pure core.
+
+A user's experiment is stored as posted (``create``); the launcher loop of the leader then runs, every tick:
+
+1. ``follow_jobs`` (writer): every trial not ended takes its job's state (``pai.domain.experiment.trial_state``):
+   a trial *is* its job, scheduled like any other (gangs, priorities, preemption, retries).
+2. ``pending`` (a reader): the experiments whose trials changed since the searcher last looked (``Progress``: their
+   states and how many values they reported), each with its records as the domain's ``Trial``\\ s.
+3. ``pai.launcher.searcher.decide`` (a reader thread: Optuna's work never holds the writer).
+4. ``apply`` (writer): if the experiment's progress is still what was decided on, the new trials (a row, a token,
+   a job of the user's named ``<experiment>-trial-<n>``), the trials the searcher stops (asked to stop at their next
+   report, and their jobs stopped: SIGTERM and the grace period; a STOPPED job is never retried), and the end.
+
+Nothing of the search lives in memory but which progress was last decided on: a master that restarts (or another
+that takes over) decides again from the records, and ``decide`` gives the same answer for the same records.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import yaml
+from sqlalchemy.orm import Session
+
+from pai.domain.errors import ConflictExperimentError, PaiError
+from pai.domain.experiment import Experiment, ExperimentState, Report, StoppedBy, Trial, TrialState, trial_state
+from pai.domain.states import JobState
+from pai.jobspec.experiment import ParsedExperiment, experiment_from_config, trial_spec
+from pai.launcher.access import require_owner_or_admin
+from pai.store import credentials, trial_reports
+from pai.store import experiments as store
+from pai.store import users as store_users
+from pai.store.db import Database
+from pai.store.records import User
+
+if TYPE_CHECKING:  # the searcher (Optuna) is imported where it decides, not by every master that starts
+    from pai.launcher.searcher import NewTrial, SearchDecision
+
+log = logging.getLogger(__name__)
+_UNENDED_EXPERIMENTS = (ExperimentState.ACTIVE.value, ExperimentState.STOPPING.value)
+
+
+@dataclass(frozen=True, slots=True)
+class Work:
+    """An experiment for the searcher to look at: its row, its model and its trials, at ``progress``."""
+
+    row: store.Experiment
+    experiment: Experiment
+    trials: tuple[Trial, ...]
+    progress: store.Progress
+
+
+class ExperimentRunner:
+    """The launcher's part in experiments. ``submit(s, owner, spec, text)`` stores a trial's job (``Launcher.submit``);
+    ``stop_job(key, by)`` stops one."""
+
+    def __init__(self, db: Database, submit: Callable[[User, Any, str], Any], stop_job: Callable[[str, str], Any],
+                 clock: Callable[[], float] = time.time) -> None:
+        self.db, self._submit, self._stop_job, self.clock = db, submit, stop_job, clock
+        self._decided: dict[int, tuple[store.Progress, bool]] = {}  # id -> the progress (and stop) last decided on
+
+    # ---- users' requests (in the request's unit) ------------------------------------------------
+
+    def create(self, s: Session, owner: User, parsed: ParsedExperiment, vc: str) -> store.Experiment:
+        """Store ``owner``'s experiment (ACTIVE; its first trials come with the loop's next tick)."""
+        row = store.create_experiment(s, owner.name, parsed.experiment.name, vc, parsed.config,
+                                      state=ExperimentState.ACTIVE.value, now=self.clock())
+        log.info("experiment created experiment=%s vc=%s searcher=%s", row.key, vc, parsed.experiment.searcher.name)
+        return row
+
+    def stop(self, s: Session, key: str, by: User) -> store.Experiment:
+        """The user stops the search: no new trial; its trials are stopped by the loop. An ended one stays as it is."""
+        row = store.get_experiment(s, key)
+        require_owner_or_admin(by, row.user, "stop")
+        if ExperimentState(row.state).is_terminal() or row.stop_requested:
+            return row
+        store.request_experiment_stop(s, row.id)
+        store.set_experiment_state(s, row.id, ExperimentState.STOPPING.value)
+        log.info("experiment stop requested experiment=%s by=%s", key, by.name)
+        return replace(row, state=ExperimentState.STOPPING.value, stop_requested=True)
+
+    # ---- the loop's work ------------------------------------------------------------------------
+
+    def follow_jobs(self) -> int:
+        """Writer: every trial not ended takes its job's state; how many changed."""
+        changed = 0
+        with self.db.session() as s:
+            for item in store.unended_trials(s):
+                trial = item.trial
+                asked = StoppedBy(trial.stopped_by) if trial.stopped_by else None
+                job = JobState(item.job_state) if item.job_state is not None else None  # None: deleted
+                state, stopped_by = trial_state(job, asked)
+                if state.value != trial.state or (stopped_by.value if stopped_by else None) != trial.stopped_by:
+                    store.set_trial_state(s, trial.id, state.value,
+                                          stopped_by=stopped_by.value if stopped_by else trial.stopped_by)
+                    changed += 1
+                    log.info("trial state experiment=%s trial=%d job=%s %s->%s", trial.experiment_id, trial.number,
+                             item.job_key, trial.state, state.value)
+        return changed
+
+    def pending(self) -> list[Work]:
+        """A reader: the experiments not ended whose progress changed since the searcher last looked."""
+        works: list[Work] = []
+        with self.db.session() as s:
+            for row in store.list_experiments(s, states=_UNENDED_EXPERIMENTS):
+                progress = store.progress(s, row.id)
+                experiment = experiment_from_config(row.spec)
+                if not experiment.searcher.name.stops_early:  # only ended trials' values count: not every report
+                    progress = replace(progress, points=0)
+                if self._decided.get(row.id) == (progress, row.stop_requested):
+                    continue
+                works.append(Work(row, experiment, _trials(s, row.id, experiment), progress))
+        return works
+
+    def apply(self, work: Work, decision: SearchDecision, priority_classes: dict[str, int]) -> bool:
+        """Writer, in one unit: the decision on ``work``, if the experiment is where it was; whether a job was
+        submitted (a pass should follow)."""
+        with self.db.unit() as s:
+            row = store.get_experiment_by_id(s, work.row.id)
+            progress = store.progress(s, row.id)
+            if progress.states != work.progress.states or ExperimentState(row.state).is_terminal():
+                return False  # a trial moved on meanwhile: the next tick decides again (new reports alone do not
+                # void a decision: it was right on the records it saw, and the next one sees them)
+            owner = store_users.get_user(s, row.user)
+            submitted = False
+            if row.stop_requested or owner is None:
+                self._stop_all(s, row, work.trials)
+            else:
+                for number in decision.stop:
+                    self._stop_trial(s, row, number, StoppedBy.SEARCHER)
+                for new in decision.new_trials:
+                    submitted |= self._new_trial(s, row, owner, new, work.experiment, priority_classes)
+            if self._end_if_done(s, row, decision, progress):
+                self._decided.pop(row.id, None)
+            else:
+                self._decided[row.id] = (work.progress, work.row.stop_requested)
+        return submitted
+
+    def _new_trial(self, s: Session, row: store.Experiment, owner: User, new: NewTrial, experiment: Experiment,
+                   priority_classes: dict[str, int]) -> bool:
+        token = credentials.new_token()
+        try:
+            trial = store.add_trial(s, row.id, new.number, new.hparams, credentials.token_digest(token),
+                                    state=TrialState.WAITING.value, now=self.clock())
+        except ConflictExperimentError:
+            return False  # asked already (a decision applied twice)
+        try:
+            with s.begin_nested():
+                doc, spec = trial_spec(row.name, experiment.trial, new.number, new.hparams, priority_classes)
+                envs = {**spec.job_envs, "PAI_TRIAL_ID": str(trial.id),
+                        "PAI_TRIAL_HPARAMS": json.dumps(new.hparams, sort_keys=True)}
+                spec = replace(spec, job_envs=envs, trial_token=token)
+                job = self._submit(owner, spec, yaml.safe_dump(doc, sort_keys=False))
+        except PaiError as e:  # the VC closed, the user lost it, a name taken: the trial fails, the search goes on
+            store.set_trial_state(s, trial.id, TrialState.FAILED.value)
+            log.warning("trial not submitted experiment=%s trial=%d error=%s", row.key, new.number, e.message)
+            return False
+        store.set_trial_job(s, trial.id, job.id)
+        log.info("trial submitted experiment=%s trial=%d job=%s hparams=%s", row.key, new.number, job.key,
+                 json.dumps(new.hparams, sort_keys=True))
+        return True
+
+    def _stop_trial(self, s: Session, row: store.Experiment, number: int, by: StoppedBy) -> None:
+        trial = next((t for t in store.trials_of(s, row.id) if t.number == number), None)
+        if trial is None or trial.state not in store.UNENDED:
+            return
+        store.request_trial_stop(s, trial.id, by.value)
+        key = store.job_keys(s, row.id).get(trial.id)
+        if key is not None:
+            self._stop_job(key, f"the {by.value} of experiment {row.key}")
+        log.info("trial stop requested experiment=%s trial=%d job=%s by=%s", row.key, number, key, by.value)
+
+    def _stop_all(self, s: Session, row: store.Experiment, trials: tuple[Trial, ...]) -> None:
+        for trial in trials:
+            if trial.state.is_active() and not trial.stop_requested:
+                self._stop_trial(s, row, trial.number, StoppedBy.USER)
+
+    def _end_if_done(self, s: Session, row: store.Experiment, decision: SearchDecision, before: store.Progress) -> bool:
+        active = any(state in store.UNENDED for _, state, _ in store.progress(s, row.id).states)
+        if active:
+            return False
+        if row.stop_requested:
+            state = ExperimentState.STOPPED
+        elif decision.complete and before.trials == store.progress(s, row.id).trials:
+            state = ExperimentState.COMPLETED
+        else:
+            return False
+        store.set_experiment_state(s, row.id, state.value, ended_at=self.clock())
+        log.info("experiment ended experiment=%s state=%s trials=%d", row.key, state.value, before.trials)
+        return True
+
+
+def _trials(s: Session, experiment_id: int, experiment: Experiment) -> tuple[Trial, ...]:
+    """The experiment's trials as the searcher sees them: state, and every report of its metric (and time axis)."""
+    names = {experiment.searcher.metric} | ({experiment.searcher.time_metric} - {"step"})
+    curves = trial_reports.reports_of(s, experiment_id, names)
+    return tuple(
+        Trial(number=t.number, hparams=t.hparams, state=TrialState(t.state),
+              reports=tuple(Report(step, values) for step, values in sorted(curves.get(t.id, {}).items())),
+              stopped_by=StoppedBy(t.stopped_by) if t.stopped_by else None, stop_requested=t.stop_requested)
+        for t in store.trials_of(s, experiment_id))

@@ -1,0 +1,222 @@
+"""Experiments over REST against a real master (SQLite and PostgreSQL): trials are jobs, their tasks get their
+hyperparameters and token, their reports reach the searcher, which stops the poor ones and ends the search.
+The node is an agent played by the test (its heartbeats), so that every exit is the test's choice."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+
+from pai.store import users
+from tests.eventually import eventually
+from tests.rest_server.conftest import Api
+from tests.rest_server.test_nodes import heartbeat
+from tests.rest_server.test_vcs import add_node
+
+YAML = "text/yaml"
+
+
+def experiment(name: str = "lr", searcher: str = "random", **fields: Any) -> dict[str, Any]:
+    return {
+        "protocolVersion": 2, "name": name, "type": "experiment",
+        "searcher": {"name": searcher, "metric": "loss", "maxTrials": 2, "maxConcurrentTrials": 2, **fields},
+        "hyperparameters": {"lr": {"type": "log", "minval": 0.001, "maxval": 1.0},
+                            "batch": {"type": "const", "val": 64}},
+        "trial": {
+            "prerequisites": [{"name": "img", "type": "dockerimage", "uri": "busybox"}],
+            "taskRoles": {"train": {"dockerImage": "img", "resourcePerInstance": {"cpu": 1, "gpu": 0, "memoryMB": 256},
+                                    "commands": ["python3 train.py --lr <% $hparams.lr %> --batch <% $hparams.batch %>"]}},
+        },
+    }
+
+
+async def create(api: Api, doc: dict[str, Any]) -> tuple[int, Any]:
+    return await api.call("POST", "/api/v2/experiments", body=yaml.safe_dump(doc), content_type=YAML)
+
+
+async def detail(api: Api, key: str = "admin~lr") -> dict[str, Any]:
+    status, body = await api.call("GET", f"/api/v2/experiments/{key}")
+    assert status == 200, body
+    return dict(body)
+
+
+async def trials_when(api: Api, test: Any, what: str, key: str = "admin~lr") -> list[dict[str, Any]]:
+    async def probe() -> list[dict[str, Any]] | None:
+        trials = (await detail(api, key))["trials"]
+        return trials if test(trials) else None
+    return await eventually(probe, what=what)
+
+
+async def starts(api: Api, node: str, running: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Heartbeat as ``node`` with ``running`` reports until the master sends start commands; those."""
+    async def probe() -> list[dict[str, Any]] | None:
+        reply = await heartbeat(api, node, running)
+        found = [c for c in reply["commands"] if c["type"] == "start"]  # type: ignore[union-attr,index]
+        return found or None
+    return await eventually(probe, what="start commands")
+
+
+def report_of(start: dict[str, Any], status: str = "running", exit_code: int | None = None) -> dict[str, Any]:
+    return {"attemptId": start["attemptId"], "jobKey": start["jobKey"], "role": start["role"], "index": start["index"],
+            "status": status, "exitCode": exit_code}
+
+
+async def test_an_experiment_runs_its_trials_as_jobs_with_their_hyperparameters(api: Api) -> None:
+    status, body = await create(api, experiment())
+    assert (status, body["experimentName"]) == (202, "admin~lr")
+    trials = await trials_when(api, lambda ts: len(ts) == 2, "two trials")
+    assert [t["jobName"] for t in trials] == ["admin~lr-trial-0", "admin~lr-trial-1"]
+    assert all(t["state"] == "WAITING" and t["hparams"]["batch"] == 64 for t in trials)
+    assert all(0.001 <= t["hparams"]["lr"] <= 1.0 for t in trials)
+    status, job = await api.call("GET", "/api/v2/jobs/admin~lr-trial-0")
+    assert status == 200 and job["jobStatus"]["virtualCluster"] == "default"
+    await add_node(api, "n1")
+    commands = await starts(api, "n1", [])
+    assert len(commands) == 2
+    by_trial = {int(c["env"]["PAI_TRIAL_ID"]): c for c in commands}
+    for trial in trials:
+        env = by_trial[trial["id"]]["env"]
+        assert json.loads(env["PAI_TRIAL_HPARAMS"]) == trial["hparams"]
+        assert len(env["PAI_TRIAL_TOKEN"]) > 20
+        assert by_trial[trial["id"]]["command"].endswith(f"--lr {trial['hparams']['lr']} --batch 64")
+    assert by_trial[trials[0]["id"]]["env"]["PAI_TRIAL_TOKEN"] != by_trial[trials[1]["id"]]["env"]["PAI_TRIAL_TOKEN"]
+    running = [report_of(c) for c in commands]
+    await heartbeat(api, "n1", running)
+    await trials_when(api, lambda ts: all(t["state"] == "RUNNING" for t in ts), "both trials running")
+    status, again = await create(api, experiment())
+    assert (status, again["code"]) == (409, "ConflictExperimentError")
+
+
+async def test_a_trial_reports_with_its_own_token_only(api: Api) -> None:
+    await create(api, experiment())
+    trials = await trials_when(api, lambda ts: len(ts) == 2, "two trials")
+    await add_node(api, "n1")
+    commands = await starts(api, "n1", [])
+    token = {int(c["env"]["PAI_TRIAL_ID"]): c["env"]["PAI_TRIAL_TOKEN"] for c in commands}
+    first, second = trials[0]["id"], trials[1]["id"]
+    path = f"/api/v2/trials/{first}/metrics"
+    status, body = await api.call("POST", path, json_body={"step": 1, "metrics": {"loss": 0.5, "acc": 0.1}},
+                                  token=token[first])
+    assert (status, body) == (200, {"stored": 2, "stop": False})
+    status, body = await api.call("POST", path, json_body={"step": 1, "metrics": {"loss": 9.0}}, token=token[first])
+    assert (status, body["stored"]) == (200, 0)  # a step reported again keeps its first value
+    status, body = await api.call("POST", path, json_body={"step": 2, "metrics": {"loss": 0.4}}, token=token[second])
+    assert (status, body["code"]) == (403, "ForbiddenUserError")
+    status, body = await api.call("POST", path, json_body={"step": 2, "metrics": {"loss": 0.4}})  # the admin's
+    assert (status, body["code"]) == (403, "ForbiddenUserError")
+    status, body = await api.call("POST", path, json_body={"step": 2, "metrics": {"loss": "low"}}, token=token[first])
+    assert (status, body["code"]) == (400, "InvalidParametersError") and "metrics.loss" in body["message"]
+    status, body = await api.call("POST", path, json_body={"step": 2, "metrics": {"loss": 0.3}}, token="nobody")
+    assert (status, body["code"]) == (401, "UnauthorizedUserError")
+    status, series = await api.call("GET", path)  # the owner reads the curve
+    assert status == 200 and series["metrics"] == {"acc": [[1, 0.1]], "loss": [[1, 0.5]]}
+    status, body = await api.call("POST", f"/api/v2/trials/{first}/checkpoints", token=token[first],
+                                  json_body={"step": 1, "path": "/ckpt/1", "metadata": {"epoch": 0}})
+    assert status == 200 and body["path"] == "/ckpt/1"
+    status, latest = await api.call("GET", f"/api/v2/trials/{first}/checkpoints/latest", token=token[first])
+    assert (status, latest["step"], latest["metadata"]) == (200, 1, {"epoch": 0})
+    status, none = await api.call("GET", f"/api/v2/trials/{second}/checkpoints/latest", token=token[second])
+    assert (status, none) == (200, None)
+    got = {t["id"]: t for t in (await detail(api))["trials"]}
+    assert got[first]["latest"] == {"step": 1, "value": 0.5}
+
+
+async def test_bad_documents_store_nothing(api: Api) -> None:
+    doc = experiment()
+    doc["hyperparameters"]["lr"]["minval"] = 0
+    status, body = await create(api, doc)
+    assert (status, body["code"], body["message"].split(":")[0]) == (400, "InvalidProtocolError",
+                                                                       "hyperparameters.lr.minval")
+    doc = experiment()
+    doc["trial"]["taskRoles"]["train"]["commands"] = ["train --x <% $hparams.nosuch %>"]
+    status, body = await create(api, doc)
+    assert (status, body["code"]) == (400, "InvalidProtocolError") and "nosuch" in body["message"]
+    doc = experiment()
+    doc["trial"]["defaults"] = {"virtualCluster": "nope"}
+    status, body = await create(api, doc)
+    assert (status, body["code"]) == (404, "NoVirtualClusterError")
+    status, listed = await api.call("GET", "/api/v2/experiments")
+    assert (status, listed) == (200, [])
+    status, jobs = await api.call("GET", "/api/v2/jobs")
+    assert status == 200 and jobs == []
+
+
+async def test_the_searcher_stops_a_poor_trial_as_stopped_by_the_searcher(api: Api) -> None:
+    """ASHA with maxTime 4, divisor 2: its first rung is at step 1; of two trials there, the worse is stopped."""
+    doc = experiment("asha", "asha", maxTime=4, divisor=2)
+    await create(api, doc)
+    trials = await trials_when(api, lambda ts: len(ts) == 2, "two trials", "admin~asha")
+    await add_node(api, "n1")
+    commands = await starts(api, "n1", [])
+    token = {int(c["env"]["PAI_TRIAL_ID"]): c["env"]["PAI_TRIAL_TOKEN"] for c in commands}
+    running = [report_of(c) for c in commands]
+    await heartbeat(api, "n1", running)
+    good, poor = trials[0]["id"], trials[1]["id"]
+    for trial, loss in ((good, 0.1), (poor, 5.0)):
+        status, _ = await api.call("POST", f"/api/v2/trials/{trial}/metrics", token=token[trial],
+                                   json_body={"step": 1, "metrics": {"loss": loss}})
+        assert status == 200
+    await trials_when(api, lambda ts: {t["id"]: t["stopRequested"] for t in ts} == {good: False, poor: True},
+                      "the poor trial asked to stop", "admin~asha")
+    status, body = await api.call("POST", f"/api/v2/trials/{poor}/metrics", token=token[poor],
+                                  json_body={"step": 2, "metrics": {"loss": 4.0}})
+    assert (status, body["stop"]) == (200, True)
+    by_trial = {int(c["env"]["PAI_TRIAL_ID"]): c for c in commands}
+
+    async def stop_sent() -> bool:
+        reply = await heartbeat(api, "n1", running)
+        stops = [c["attemptId"] for c in reply["commands"] if c["type"] == "stop"]  # type: ignore[union-attr,index]
+        return by_trial[poor]["attemptId"] in stops
+    await eventually(stop_sent, what="the poor trial's task stopped")
+    running = [report_of(by_trial[good]), report_of(by_trial[poor], "exited", 143)]
+    await heartbeat(api, "n1", running)
+    done = await trials_when(api, lambda ts: ts[1]["state"] == "STOPPED", "the poor trial STOPPED", "admin~asha")
+    assert done[1]["stoppedBy"] == "searcher" and done[0]["state"] == "RUNNING"
+    status, job = await api.call("GET", done[1]["jobName"].join(("/api/v2/jobs/", "")))
+    assert job["jobStatus"]["state"] == "STOPPED" and job["jobStatus"]["retries"] == 0
+
+
+async def test_a_finished_search_is_completed_with_its_best_trial(api: Api) -> None:
+    await create(api, experiment())
+    await trials_when(api, lambda ts: len(ts) == 2, "two trials")
+    await add_node(api, "n1")
+    commands = await starts(api, "n1", [])
+    for i, c in enumerate(commands):
+        trial = int(c["env"]["PAI_TRIAL_ID"])
+        status, _ = await api.call("POST", f"/api/v2/trials/{trial}/metrics", token=c["env"]["PAI_TRIAL_TOKEN"],
+                                   json_body={"step": 3, "metrics": {"loss": 1.0 + i}})
+        assert status == 200
+    await heartbeat(api, "n1", [report_of(c, "exited", 0) for c in commands])
+
+    async def completed() -> dict[str, Any] | None:
+        got = await detail(api)
+        return got if got["state"] == "COMPLETED" else None
+    got = await eventually(completed, what="the experiment COMPLETED")
+    best = int(commands[0]["env"]["PAI_TRIAL_ID"])
+    assert got["bestTrial"]["id"] == best and got["bestTrial"]["metric"] == {"step": 3, "value": 1.0}
+    assert got["trialCounts"] == {"COMPLETED": 2} and got["completedTime"] is not None
+
+
+async def test_stopping_an_experiment_stops_its_trials(api: Api) -> None:
+    await create(api, experiment())
+    await trials_when(api, lambda ts: len(ts) == 2, "two trials")
+    await api.write(lambda s: users.create_user(s, "bob", "bob-password"))
+    bob = await api.login("bob", "bob-password")
+    api.token = None
+    status, body = await api.call("PUT", "/api/v2/experiments/admin~lr/executionType", json_body={"value": "STOP"},
+                                  token=bob)
+    assert (status, body["code"]) == (403, "ForbiddenUserError")
+    admin = await api.login()
+    status, _ = await api.call("PUT", "/api/v2/experiments/admin~lr/executionType", json_body={"value": "STOP"},
+                               token=admin)
+    assert status == 202
+
+    async def stopped() -> dict[str, Any] | None:
+        got = await detail(api)
+        return got if got["state"] == "STOPPED" else None
+    got = await eventually(stopped, what="the experiment STOPPED")  # its trials were WAITING: stopped at once
+    assert [(t["state"], t["stoppedBy"]) for t in got["trials"]] == [("STOPPED", "user")] * 2
+    status, body = await api.call("PUT", "/api/v2/experiments/admin~lr/executionType", json_body={"value": "STOP"})
+    assert status == 202 and "ended already" in body["message"]
