@@ -45,6 +45,7 @@ from pai.nodeagent.resources import NodeResources, Nvml, detect
 from pai.nodeagent.runtime import Runtime
 from pai.nodeagent.sshd import SshEndpoints
 from pai.nodeagent.supervisor import DEFAULT_RETENTION_SECONDS, Supervisor
+from pai.nodeagent.triallib import TrialLib
 from pai.protocol import (
     ContainerReport,
     ContainerStatus,
@@ -160,7 +161,7 @@ class Agent:
         fetcher = CodeFetcher(self.paths.code_cache, cfg.code_max_bytes, own_paths(cfg))
         self._supervisor = Supervisor(
             runtime, fetcher, self.paths, self.log, retention_seconds=cfg.retention_seconds, on_change=self._wake.set,
-            disk=self.disk,
+            disk=self.disk, master_url=lambda: self.masters.current,
         )
         self._fence_at = time.monotonic() + self.node_timeout_seconds
         self._lease.take_over(self._fence_at, self.fence_grace_seconds)
@@ -208,12 +209,13 @@ class Agent:
             self.log.info(f"runtime {self.runtime_name}: " + (f"no Docker Engine ({why_not})" if why_not
                                                                else "a Docker Engine answers"))
         state = self.paths.runtime_state(self.runtime_name)
+        trial_lib = TrialLib(self.paths.python)  # pai_trial for trials' tasks
         if self.runtime_name == "docker":
             assert self._resources is not None
             gpu_devices = self._resources.nvml.available and self._resources.total.gpu > 0
             return await DockerRuntime.open(state, self._on_exit, self.log, base_url=cfg.docker_host,
-                                            gpu_devices=gpu_devices, disk=self.disk)
-        return await ProcessRuntime.open(state, self._on_exit, self.log, self.disk)
+                                            gpu_devices=gpu_devices, disk=self.disk, trial_lib=trial_lib)
+        return await ProcessRuntime.open(state, self._on_exit, self.log, self.disk, trial_lib=trial_lib)
 
     # -- the loop --------------------------------------------------------------------------------------
 

@@ -9,7 +9,8 @@ CPU task), docker's init as PID 1 so that signals reach the command, and labels 
 index, attempt and this agent (``pai.agent``: its state directory). Mounts: the attempt's ``code`` read-only
 at ``/pai/code`` (the working directory when present), a writable ``/pai/work``, the job's storages (their
 node directories at the job's mount paths; one that is not on the node fails the attempt), the job's secrets
-read-only at OpenPAI's ``/usr/local/pai/secrets`` (``jobsecrets``), and the attempt's
+read-only at OpenPAI's ``/usr/local/pai/secrets`` (``jobsecrets``), a trial's ``pai_trial`` read-only at
+``/usr/local/pai/python``, first on its ``PYTHONPATH`` (``triallib``), and the attempt's
 ``stdout.log``/``stderr.log``, which the command writes straight to, so logs are on the node while it runs
 and after the container is gone.
 
@@ -34,7 +35,7 @@ import docker
 import docker.errors
 from docker.types import DeviceRequest, Mount
 
-from pai.nodeagent import attempt_record, jobsecrets, pull, sshlayout
+from pai.nodeagent import attempt_record, jobsecrets, pull, sshlayout, triallib
 from pai.nodeagent.attempt_record import AttemptRecord, exit_reason_of
 from pai.nodeagent.attempts import Attempt, AttemptBook, fields
 from pai.nodeagent.diskguard import DiskGuard
@@ -76,11 +77,14 @@ class DockerRuntime:
 
     def __init__(self, state_dir: Path, on_exit: ExitListener | None = None, log: BoundLogger | None = None, *,
                  base_url: str | None = None, gpu_devices: bool = False,
-                 pull_retry: pull.PullRetry | None = None, disk: DiskGuard | None = None) -> None:
+                 pull_retry: pull.PullRetry | None = None, disk: DiskGuard | None = None,
+                 trial_lib: triallib.TrialLib | None = None) -> None:
         """Use :meth:`open`, which also re-adopts this agent's containers. ``gpu_devices``: request GPUs from
         the engine (the node has NVIDIA devices); otherwise only ``NVIDIA_VISIBLE_DEVICES`` names them.
         ``pull_retry``: how often an unreachable registry is asked within an attempt. ``disk``: the agent's guard
-        of its work directory (``diskguard.py``)."""
+        of its work directory (``diskguard.py``). ``trial_lib``: the agent's ``pai_trial`` for trials' tasks
+        (None: they have none)."""
+        self._trial_lib = trial_lib
         self._pull_retry = pull_retry or pull.PullRetry()
         self._book: AttemptBook[_Attempt] = AttemptBook(state_dir, on_exit, log, disk)
         self._state_dir = state_dir
@@ -97,9 +101,10 @@ class DockerRuntime:
     @classmethod
     async def open(cls, state_dir: Path, on_exit: ExitListener | None = None, log: BoundLogger | None = None, *,
                    base_url: str | None = None, gpu_devices: bool = False,
-                   pull_retry: pull.PullRetry | None = None, disk: DiskGuard | None = None) -> DockerRuntime:
+                   pull_retry: pull.PullRetry | None = None, disk: DiskGuard | None = None,
+                   trial_lib: triallib.TrialLib | None = None) -> DockerRuntime:
         rt = cls(state_dir, on_exit, log, base_url=base_url, gpu_devices=gpu_devices, pull_retry=pull_retry,
-                 disk=disk)
+                 disk=disk, trial_lib=trial_lib)
         rt._loop = asyncio.get_running_loop()
         threading.Thread(target=rt._watch_events, name="docker-events", daemon=True).start()
         await asyncio.to_thread(rt._client.ping)
@@ -241,6 +246,10 @@ class DockerRuntime:
         if ssh_dir is not None:
             mounts.append(Mount(sshlayout.CONTAINER_DIR, str(ssh_dir), type="bind"))
             env[sshlayout.ENV] = sshlayout.CONTAINER_DIR
+        if self._trial_lib is not None and triallib.is_trial(cmd):  # pai_trial first, then the job's or image's own
+            mounts.append(Mount(triallib.CONTAINER_DIR, str(self._trial_lib.directory()), type="bind", read_only=True))
+            theirs = cmd.env.get(triallib.ENV) or self._image_env(cmd, triallib.ENV)
+            env[triallib.ENV] = triallib.pythonpath(triallib.CONTAINER_DIR, theirs)
         requests = [DeviceRequest(device_ids=gpus.split(","), capabilities=[["gpu"]])] if gpus and self._gpu_devices \
             else None
         memory = f"{cmd.resources.memory_mb}m"
@@ -253,6 +262,18 @@ class DockerRuntime:
         )
         container.start()
         return str(container.id)
+
+    def _image_env(self, cmd: StartTask, name: str) -> str | None:
+        """The value of ``name`` in the environment of the command's image; None when it has none or cannot be
+        inspected (the image was there a moment ago: the engine blinked; said in the log)."""
+        try:
+            found = self._client.api.inspect_image(cmd.image)
+        except Exception as e:
+            extra = {"attempt": cmd.attempt_id, "job": cmd.job_key, "image": cmd.image, "error": _short(e)}
+            self._log.warning("image environment unreadable", extra=extra)
+            return None
+        pairs = (str(e).partition("=") for e in (found.get("Config") or {}).get("Env") or ())
+        return next((value for key, _, value in pairs if key == name), None) or None
 
     def _labels(self, cmd: StartTask) -> dict[str, str]:
         return {LABEL: cmd.attempt_id, "pai.job": cmd.job_key, "pai.role": cmd.role, "pai.index": str(cmd.index),

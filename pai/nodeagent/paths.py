@@ -6,6 +6,7 @@
 <work-dir>/failed/<attempt_id>.json    attempts that failed before the runtime got them (code fetch)
 <work-dir>/cache/code/                 the per-node codeDir cache
 <work-dir>/epoch.json                  the highest launcher epoch seen (epoch.py)
+<work-dir>/python/<digest>/pai_trial/  the agent's copy of pai_trial for trials' tasks (triallib.py)
 ```
 """
 
@@ -60,6 +61,10 @@ class AgentPaths:
     @property
     def code_cache(self) -> Path:
         return self.root / "cache" / "code"
+
+    @property
+    def python(self) -> Path:
+        return self.root / "python"
 
     def runtime_state(self, runtime: str) -> Path:
         return self.root / "runtime" / runtime

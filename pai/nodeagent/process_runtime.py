@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pai.nodeagent import attempt_record, jobsecrets, process_exec, process_group, sshlayout
+from pai.nodeagent import attempt_record, jobsecrets, process_exec, process_group, sshlayout, triallib
 from pai.nodeagent.attempt_record import AttemptRecord, exit_code_of, exit_reason_of
 from pai.nodeagent.attempts import Attempt, AttemptBook, fields
 from pai.nodeagent.diskguard import DiskGuard
@@ -76,9 +76,11 @@ class ProcessRuntime:
     name = "process"
 
     def __init__(self, state_dir: Path, on_exit: ExitListener | None = None, log: BoundLogger | None = None,
-                 disk: DiskGuard | None = None) -> None:
+                 disk: DiskGuard | None = None, *, trial_lib: triallib.TrialLib | None = None) -> None:
         """Use :meth:`open`, which also re-adopts the attempts of an earlier agent. ``disk``: the agent's guard
-        of its work directory (``diskguard.py``)."""
+        of its work directory (``diskguard.py``). ``trial_lib``: the agent's ``pai_trial`` for trials' tasks (None:
+        they have none)."""
+        self._trial_lib = trial_lib
         self._book: AttemptBook[_Attempt] = AttemptBook(state_dir, on_exit, log, disk)
         self._state_dir = state_dir
         self._log = self._book.log
@@ -89,9 +91,9 @@ class ProcessRuntime:
     @classmethod
     async def open(
         cls, state_dir: Path, on_exit: ExitListener | None = None, log: BoundLogger | None = None,
-        disk: DiskGuard | None = None,
+        disk: DiskGuard | None = None, *, trial_lib: triallib.TrialLib | None = None,
     ) -> ProcessRuntime:
-        rt = cls(state_dir, on_exit, log, disk)
+        rt = cls(state_dir, on_exit, log, disk, trial_lib=trial_lib)
         rt._readopt()
         return rt
 
@@ -112,6 +114,8 @@ class ProcessRuntime:
             ssh_dir = sshlayout.prepare(cmd, workdir)  # the SSH endpoint's keys, the ~/.ssh layout of jobssh
             if ssh_dir is not None:
                 env[sshlayout.ENV] = str(ssh_dir)
+            if self._trial_lib is not None and triallib.is_trial(cmd):  # pai_trial first, then the job's own
+                env[triallib.ENV] = triallib.pythonpath(str(self._trial_lib.directory()), cmd.env.get(triallib.ENV))
             with open(workdir / "stdout.log", "ab") as out, open(workdir / "stderr.log", "ab") as err:
                 proc = subprocess.Popen(
                     ["sh", "-c", _RECORD_EXIT, "pai-task", cmd.command, str(workdir / EXIT_CODE_FILE)],

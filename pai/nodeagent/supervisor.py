@@ -28,6 +28,7 @@ from pai.nodeagent.diskguard import DiskGuard
 from pai.nodeagent.logfmt import BoundLogger
 from pai.nodeagent.paths import AgentPaths, is_attempt_id
 from pai.nodeagent.runtime import Runtime
+from pai.nodeagent.triallib import with_master_url
 from pai.protocol import ContainerReport, ContainerStatus, PlatformExit, ProtocolError, StartTask, StopTask
 
 DEFAULT_RETENTION_SECONDS = 600.0
@@ -48,8 +49,12 @@ class Supervisor:
         retention_seconds: float = DEFAULT_RETENTION_SECONDS,
         on_change: Callable[[], None] | None = None,
         disk: DiskGuard | None = None,
+        master_url: Callable[[], str] | None = None,
     ) -> None:
+        """``master_url``: the base URL of the master the agent follows now, ``PAI_MASTER_URL`` of every task
+        started from now on (``triallib.with_master_url``)."""
         self.runtime = runtime
+        self._master_url = master_url
         self._disk = disk
         self._fetcher = fetcher
         self._paths = paths
@@ -96,6 +101,8 @@ class Supervisor:
             if early is not None:
                 self._fail(cmd, early.exit_code, f"{early.reason} (before it started)")
                 return
+            if self._master_url is not None:
+                cmd = with_master_url(cmd, self._master_url())
             await self.runtime.start(cmd, workdir)
             if self._on_change is not None:  # report it running now, not at the next heartbeat
                 self._on_change()

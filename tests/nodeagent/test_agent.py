@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shlex
 import socket
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -104,6 +106,22 @@ async def test_runs_a_start_then_a_stop_from_the_replies(tmp_path: Path, master:
         assert (exited.exit_code, exited.reason) == (PlatformExit.PREEMPTED, "preempted by prod~x")
         assert process_group.group_members(pgid) == []
         assert (agent.paths.attempt("a1") / "stdout.log").read_text() == "hi\n"
+
+
+async def test_a_trial_task_imports_the_agents_pai_trial_and_knows_the_master(
+        tmp_path: Path, master: FakeMaster) -> None:
+    show = "import os, pai_trial; print(pai_trial.__file__); print(os.environ['PAI_MASTER_URL'])"
+    trial = {"PAI_TRIAL_ID": "t-1", "PAI_TRIAL_TOKEN": "tok", "PAI_TRIAL_HPARAMS": "{}"}
+    master.send(start_task("a1", f"{shlex.quote(sys.executable)} -c {shlex.quote(show)}", env=trial),
+                start_task("a2", 'echo "$PAI_MASTER_URL|${PYTHONPATH-unset}"'))
+    async with running(config(tmp_path, master.url)) as agent:
+        for attempt_id in ("a1", "a2"):
+            exited = await eventually(lambda a=attempt_id: reported(master, a, ContainerStatus.EXITED), what="exit")
+            assert exited.exit_code == 0, (agent.paths.attempt(attempt_id) / "stderr.log").read_text()
+        where, url = (agent.paths.attempt("a1") / "stdout.log").read_text().splitlines()
+        assert where.startswith(f"{agent.paths.python}/") and where.endswith("/pai_trial/__init__.py")
+        assert url == master.url
+        assert (agent.paths.attempt("a2") / "stdout.log").read_text() == f"{master.url}|unset\n"
 
 
 async def test_an_exit_is_reported_without_waiting_for_the_interval(tmp_path: Path, master: FakeMaster) -> None:

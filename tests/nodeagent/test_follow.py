@@ -111,10 +111,12 @@ async def test_a_standby_first_in_the_list_sends_the_agent_to_the_leader(
         tmp_path: Path, start: Start, groups: Groups, caplog: pytest.LogCaptureFixture) -> None:
     leader = await start(epoch=3)
     standby = await start(standby=True, leader=leader.url)
-    leader.send(start_task("a1", "sleep 600"))
+    leader.send(start_task("a1", 'echo "$PAI_MASTER_URL"; sleep 600'))
     async with running(config(tmp_path, f"{standby.url},{leader.url}")) as agent:
         await eventually(lambda: reported(leader, "a1", ContainerStatus.RUNNING), what="a1 running")
         pgid_of(agent, "a1", groups)
+        stdout = agent.paths.attempt("a1") / "stdout.log"
+        await eventually(lambda: stdout.read_text() == f"{leader.url}\n", what="the task told the leader's URL")
         assert standby.refused >= 1 and standby.registers == [] and agent.masters.current == leader.url
         assert moves(caplog) == [{"url": leader.url, "from": standby.url, "reason": "named-leader"}]
         metrics = await metrics_of(agent)
