@@ -75,8 +75,8 @@ def check_values(values: Mapping[str, object]) -> dict[str, float]:
     checked: dict[str, float] = {}
     for name, value in values.items():
         if not isinstance(name, str) or not 0 < len(name) <= MAX_NAME_LENGTH:
-            raise InvalidParametersError(f"metrics: a metric's name must be 1 to {MAX_NAME_LENGTH} characters, not {name!r}",
-                                         field="metrics")
+            raise InvalidParametersError(
+                f"metrics: a metric's name must be 1 to {MAX_NAME_LENGTH} characters, not {name!r}", field="metrics")
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
             raise InvalidParametersError(f"metrics.{name}: must be a finite number, not {value!r}",
                                          field=f"metrics.{name}")
@@ -100,8 +100,8 @@ def report(s: Session, trial_id: int, step: object, values: Mapping[str, object]
     ).one_or_none()
     if moved is None:
         raise InvalidParametersError(
-            f"metrics: trial {trial_id} keeps at most {MAX_POINTS_PER_TRIAL} metric values (one per step and name) and this "
-            f"report would store more; report less often (every n-th step) or fewer metrics", field="metrics")
+            f"metrics: trial {trial_id} keeps at most {MAX_POINTS_PER_TRIAL} metric values (one per step and name) and "
+            f"this report would store more; report less often (every n-th step) or fewer metrics", field="metrics")
     return ReportAnswer(stored, bool(moved.stop_requested))
 
 

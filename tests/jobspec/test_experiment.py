@@ -14,7 +14,6 @@ import yaml
 from jsonschema import Draft202012Validator
 
 from pai.domain.errors import InvalidProtocolError
-from pai.domain.limits import JobLimits
 from pai.domain.experiment import (
     CategoricalSpace,
     ConstSpace,
@@ -24,6 +23,7 @@ from pai.domain.experiment import (
     SearcherName,
     grid_values,
 )
+from pai.domain.limits import JobLimits
 from pai.jobspec.experiment import parse_experiment, trial_name
 from tests.jobspec.builders import v2_role
 

@@ -26,8 +26,9 @@ def experiment(name: str = "lr", searcher: str = "random", **fields: Any) -> dic
                             "batch": {"type": "const", "val": 64}},
         "trial": {
             "prerequisites": [{"name": "img", "type": "dockerimage", "uri": "busybox"}],
-            "taskRoles": {"train": {"dockerImage": "img", "resourcePerInstance": {"cpu": 1, "gpu": 0, "memoryMB": 256},
-                                    "commands": ["python3 train.py --lr <% $hparams.lr %> --batch <% $hparams.batch %>"]}},
+            "taskRoles": {"train": {
+                "dockerImage": "img", "resourcePerInstance": {"cpu": 1, "gpu": 0, "memoryMB": 256},
+                "commands": ["python3 train.py --lr <% $hparams.lr %> --batch <% $hparams.batch %>"]}},
         },
     }
 
