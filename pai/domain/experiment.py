@@ -122,7 +122,11 @@ TRIAL_OF_JOB: Mapping[JobState, TrialState] = {
 
 def trial_state(job: JobState | None, stop_asked_by: StoppedBy | None) -> tuple[TrialState, StoppedBy | None]:
     """A trial's state and who stopped it, from its job's state (None: the job was deleted, which stops the trial)
-    and who asked it to stop (None: nobody; a job stopped without being asked was stopped by its user)."""
+    and who asked it to stop (None: nobody; a job stopped without being asked was stopped by its user). A trial the
+    searcher stopped is STOPPED however its job ended: it may have seen ``stop`` in a report's answer and exited by
+    itself (0, or an error) before its task was stopped; it is never FAILED, nor COMPLETED, and not retried."""
+    if stop_asked_by is StoppedBy.SEARCHER and (job is None or job.is_terminal()):
+        return TrialState.STOPPED, StoppedBy.SEARCHER
     state = TrialState.STOPPED if job is None else TRIAL_OF_JOB[job]
     if state is not TrialState.STOPPED:
         return state, None
