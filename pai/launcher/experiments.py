@@ -197,10 +197,14 @@ class ExperimentRunner:
 
 def _trials(s: Session, experiment_id: int, experiment: Experiment) -> tuple[Trial, ...]:
     """The experiment's trials as the searcher sees them: state, and every report of its metric (and time axis)."""
-    names = {experiment.searcher.metric} | ({experiment.searcher.time_metric} - {"step"})
-    curves = trial_reports.reports_of(s, experiment_id, names)
+    searcher = experiment.searcher
+    if searcher.rungs and searcher.time_metric == "step":  # successive halving judges trials at its rungs only
+        curves = trial_reports.reports_at(s, experiment_id, searcher.metric, searcher.rungs)
+    else:
+        curves = trial_reports.reports_of(s, experiment_id, {searcher.metric} | ({searcher.time_metric} - {"step"}))
     return tuple(
         Trial(number=t.number, hparams=t.hparams, state=TrialState(t.state),
-              reports=tuple(Report(step, values) for step, values in sorted(curves.get(t.id, {}).items())),
+              reports=tuple(Report(step, got.values, seq=round(got.at * 1e6))
+                            for step, got in sorted(curves.get(t.id, {}).items())),
               stopped_by=StoppedBy(t.stopped_by) if t.stopped_by else None, stop_requested=t.stop_requested)
         for t in store.trials_of(s, experiment_id))

@@ -163,7 +163,10 @@ class LauncherLoop:
             searcher = importlib.import_module("pai.launcher.searcher")  # Optuna: only once there is a search
             classes, _ = await self.store.read(self.launcher.submission_rules)
             for work in works:
+                began = time.perf_counter()
                 decision = await self.store.read(searcher.decide, work.experiment, work.trials, work.row.id)
+                self.launcher.metrics.decide_seconds.labels(work.experiment.searcher.name.value).observe(
+                    time.perf_counter() - began)
                 if await self.store.call(runner.apply, work, decision, classes):
                     self.wake()  # new trials' jobs: a pass now
         except FencedError:

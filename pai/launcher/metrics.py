@@ -61,6 +61,10 @@ class LauncherMetrics:
                                        "the launcher's lease took", buckets=LEASE_BUCKETS, registry=r)
         self.leader_changes = Counter("pai_master_leader_changes", "Times this master's launcher became leader or "
                                       "stepped down", ["change"], registry=r)
+        # experiments (pai.launcher.experiments): how long the searcher took to decide, how many decisions
+        self.decide_seconds = Histogram("pai_searcher_decide_seconds", "Time the searcher took to decide an "
+                                        "experiment's next step (Optuna, replaying its records)", ["searcher"],
+                                        buckets=PASS_BUCKETS, registry=r)
         self._requeued_at: dict[str, float] = {}  # job id -> when it went back to the queue (until admitted)
 
     def job_changed(self, old: Job, new: Job, event: Event) -> None:

@@ -43,6 +43,7 @@ from pai.domain.experiment import (
     Experiment,
     IntSpace,
     LogSpace,
+    Report,
     SearcherName,
     Space,
     Trial,
@@ -162,7 +163,7 @@ def _replay(study: optuna.Study, experiment: Experiment, trials: Sequence[Trial]
     searcher = experiment.searcher
     if not searcher.name.stops_early:
         return set()
-    reports = sorted(((r.seq, r.step, t.number, r) for t in trials for r in t.reports if searcher.metric in r.values),
+    reports = sorted(((r.seq, r.step, t.number, r) for t in trials for r in _at_rungs(experiment, t)),
                      key=lambda item: item[:3])
     storage, pruner = study._storage, study.pruner
     pruned: set[int] = set()
@@ -174,6 +175,26 @@ def _replay(study: optuna.Study, experiment: Experiment, trials: Sequence[Trial]
         if pruner.prune(study, storage.get_trial(ids[number])):
             pruned.add(number)
     return pruned
+
+
+def _at_rungs(experiment: Experiment, trial: Trial) -> list[Report]:
+    """The trial's reports the pruner acts on: of the searcher's metric, the first at or past each rung (those
+    between rungs return "go on" and change nothing: skipping them is the same replay, at a fraction of its cost)."""
+    searcher = experiment.searcher
+    rungs = searcher.rungs
+
+    def time_of(report: Report) -> float | None:
+        return report.step if searcher.time_metric == "step" else report.values.get(searcher.time_metric)
+
+    timed = sorted(((t, r) for r in trial.reports if searcher.metric in r.values and (t := time_of(r)) is not None),
+                   key=lambda item: (item[0], item[1].step))
+    kept, passed = [], 0  # rungs reached so far
+    for at, report in timed:
+        reached = sum(1 for rung in rungs if rung <= at)
+        if reached > passed:
+            kept.append(report)
+            passed = reached
+    return kept
 
 
 def _finish(study: optuna.Study, experiment: Experiment, trials: Iterable[Trial], ids: Mapping[int, int]) -> None:

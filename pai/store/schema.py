@@ -363,6 +363,7 @@ class TrialMetricRow(Base):
     step: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     name: Mapped[str] = mapped_column(primary_key=True)
     value: Mapped[float]
+    reported_at: Mapped[float] = mapped_column(default=0.0, server_default="0")  # the searcher replays in this order
 
 
 class TrialCheckpointRow(Base):

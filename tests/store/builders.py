@@ -78,6 +78,7 @@ def full_spec() -> JobSpec:
         secrets={"token": "t0k", "nested": {"list": [1, True, None]}},
         ssh_public_key="ssh-ed25519 AAAA job",
         ssh_private_key="-----BEGIN OPENSSH PRIVATE KEY-----\n...",
+        trial_token="trial-token-of-the-full-spec",
     )
 
 

@@ -146,3 +146,18 @@ def test_a_jobs_ssh_private_key_is_sealed_and_its_commands_stay_clear(db: Databa
     assert stored.spec.ssh_public_key == "ssh-ed25519 AAAA job"
     assert opened == value.spec
     assert "private-9f8e7d" not in dump(db)
+
+
+def test_a_trials_token_is_sealed_and_reaches_only_the_start_of_a_task(db: Database) -> None:
+    """A trial's job (pai.launcher.experiments): its token is in the sealed token only, in clear once unsealed."""
+    value = job("lr-trial-0", roles=(role("train", 1, command="python train.py"),),
+                trial_token="trial-token-5e4d3c2b1a")
+    with db.session() as s:
+        jobs.insert_job(s, value, "{}")
+    assert "5e4d3c2b1a" not in dump(db)
+    with db.session() as s:
+        stored = jobs.get_job(s, value.key)
+        opened = sealing.unsealed(s, stored.spec)
+    assert stored.spec.trial_token == "" and stored.spec.sealed is not None
+    assert stored.spec.task_roles[0].command == "python train.py"
+    assert opened.trial_token == "trial-token-5e4d3c2b1a" and opened == value.spec

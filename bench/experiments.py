@@ -1,0 +1,194 @@
+"""Trial reports against a real master: ``python bench/experiments.py [--trials 100] [--rate 10] [--seconds 30]
+[--searcher asha|random] [--database sqlite|postgresql]`` (from the project's root: ``PYTHONPATH=.``).
+
+A real ``pai master`` (subprocess) runs an experiment of ``--trials`` concurrent trials (maxTrials ten times that, so
+that a trial the searcher stops is replaced). The benchmark plays the node agent: it registers a node big enough for
+every trial, heartbeats, takes each start command's PAI_TRIAL_ID and PAI_TRIAL_TOKEN, and for each trial sends
+``--rate`` reports a second (``{"loss", "acc"}`` at the next step, paced on a fixed schedule, not after the previous
+answer) until a report answers ``stop``; then it reports the task exited, and the master starts the next trial.
+ASHA's rungs (maxTime 400, divisor 4: steps 25 and 100) are reached within the run, so the searcher stops trials.
+
+Printed: reports accepted per second, their latency (p50, p99), the master's CPU (its process, all threads) as a
+share of one core, and the searcher's decisions (``pai_searcher_decide_seconds`` from the master's /metrics): how
+many, their mean time, and their time per report. Figures, not assertions. Goal (issue 29): 1,000 reports/s on
+one core with p99 <= 20 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import re
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import requests
+from aiohttp import ClientError, ClientSession, ClientTimeout, TCPConnector
+
+from bench.figures import pct
+from tests.dbkit import database_url
+from tests.e2e.harness import AGENT_TOKEN, Cluster, cluster
+
+NODE = "bench-node"
+WARMUP = 5.0  # seconds before the measure: every trial started, its connection open
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def experiment(trials: int, searcher: str) -> str:
+    search: dict[str, Any] = {"name": searcher, "metric": "loss", "maxTrials": trials * 10,
+                              "maxConcurrentTrials": trials}
+    if searcher == "asha":
+        search |= {"maxTime": 400, "divisor": 4}
+    return json.dumps({
+        "protocolVersion": 2, "name": "bench", "type": "experiment", "searcher": search,
+        "hyperparameters": {"lr": {"type": "log", "minval": 0.0001, "maxval": 1.0}},
+        "trial": {"prerequisites": [{"name": "img", "type": "dockerimage", "uri": "busybox"}],
+                  "taskRoles": {"t": {"dockerImage": "img", "commands": ["true"],
+                                      "resourcePerInstance": {"cpu": 1, "gpu": 0, "memoryMB": 128}}}},
+    })
+
+
+@dataclass
+class Load:
+    url: str
+    rate: float
+    since: float  # what is counted: from then (every trial started, connections open) until ``until``
+    until: float
+    latencies: list[float] = field(default_factory=list)
+    accepted: int = 0
+    refused: int = 0
+    failed: int = 0  # no answer (the connection broke)
+    stopped: int = 0
+    running: dict[str, dict[str, Any]] = field(default_factory=dict)  # attempt id -> its container report
+    exited: list[dict[str, Any]] = field(default_factory=list)  # reports of attempts that ended (sent once)
+    started: set[str] = field(default_factory=set)
+
+
+async def trial(load: Load, session: ClientSession, start: dict[str, Any]) -> None:
+    env = start["env"]
+    url = f"{load.url}/api/v2/trials/{env['PAI_TRIAL_ID']}/metrics"
+    headers = {"Authorization": f"Bearer {env['PAI_TRIAL_TOKEN']}"}
+    quality = random.Random(env["PAI_TRIAL_ID"]).uniform(0.1, 2.0)  # a curve of its own: some trials are worse
+    step, next_at = 0, time.monotonic() + random.random() / load.rate
+    while next_at < load.until:
+        await asyncio.sleep(max(0.0, next_at - time.monotonic()))
+        body = {"step": step, "metrics": {"loss": quality / (1 + step), "acc": 1 - quality / (2 + step)}}
+        began = time.monotonic()
+        try:
+            async with session.post(url, json=body, headers=headers) as resp:
+                answer = await resp.json()
+        except ClientError:
+            load.failed += began >= load.since
+            continue  # the same step again, at once
+        if began >= load.since:
+            load.latencies.append(time.monotonic() - began)
+            load.accepted += resp.status == 200
+            load.refused += resp.status != 200
+            load.stopped += resp.status == 200 and answer["stop"]
+        if resp.status == 200 and answer["stop"]:
+            break
+        step, next_at = step + 1, next_at + 1 / load.rate
+    report = load.running.pop(start["attemptId"])
+    load.exited.append({**report, "status": "exited", "exitCode": 0})
+
+
+async def agent(load: Load, c: Cluster, session: ClientSession) -> None:
+    """Heartbeats every 0.3 s with every attempt's report; each new start command becomes a reporting trial."""
+    headers = {"Authorization": f"Bearer {AGENT_TOKEN}"}
+    beat = f"{c.url}/api/internal/agents/{NODE}/heartbeat"
+    trials: list[asyncio.Task[None]] = []
+    while time.monotonic() < load.until:
+        exited, load.exited = load.exited, []
+        body = {"version": 1, "node": NODE, "containers": [*load.running.values(), *exited]}
+        async with session.post(beat, json=body, headers=headers) as resp:
+            reply = await resp.json()
+        for command in reply["commands"]:
+            if command["type"] != "start" or command["attemptId"] in load.started:
+                continue
+            load.started.add(command["attemptId"])
+            load.running[command["attemptId"]] = {
+                "attemptId": command["attemptId"], "jobKey": command["jobKey"], "role": command["role"],
+                "index": command["index"], "status": "running"}
+            trials.append(asyncio.create_task(trial(load, session, command)))
+        await asyncio.sleep(0.3)
+    await asyncio.gather(*trials)
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime (of every thread)
+
+
+def decide_figures(c: Cluster) -> tuple[float, float]:
+    text = requests.get(f"{c.url}/metrics", timeout=10).text
+    total = count = 0.0
+    for name, value in re.findall(r"^pai_searcher_decide_seconds_(sum|count)\{[^}]*\} (\S+)$", text, re.M):
+        if name == "sum":
+            total += float(value)
+        else:
+            count += float(value)
+    return total, count
+
+
+async def run(c: Cluster, trials: int, rate: float, seconds: float, searcher: str) -> None:
+    token = c.api.http.token or ""
+    admin = {"Authorization": f"Bearer {token}"}
+    async with ClientSession(connector=TCPConnector(limit=0), timeout=ClientTimeout(total=60)) as session:
+        register = {"version": 1, "node": {"name": NODE, "address": "127.0.0.30",
+                                           "resources": {"gpu": 0, "cpu": trials, "memoryMB": 128 * trials}}}
+        async with session.post(f"{c.url}/api/internal/agents/register", json=register,
+                                headers={"Authorization": f"Bearer {AGENT_TOKEN}"}) as resp:
+            assert resp.status == 200, await resp.text()
+        async with session.post(f"{c.url}/api/v2/experiments", data=experiment(trials, searcher),
+                                headers={**admin, "Content-Type": "application/json"}) as resp:
+            assert resp.status == 202, await resp.text()
+        pid = c.procs["master"].pid
+        now = time.monotonic()
+        load = Load(c.url, rate, now + WARMUP, now + WARMUP + seconds)
+        playing = asyncio.create_task(agent(load, c, session))
+        await asyncio.sleep(WARMUP)
+        cpu, decided = await asyncio.to_thread(lambda: (cpu_seconds(pid), decide_figures(c)))
+        await playing
+        wall = time.monotonic() - load.since
+        cpu, (decide_sum, decide_count) = cpu_seconds(pid) - cpu, decide_figures(c)
+    decide_sum, decide_count = decide_sum - decided[0], decide_count - decided[1]
+    lat = load.latencies
+    print(f"trials at once {trials}, {rate:g} reports/s each, searcher {searcher}, {wall:.0f} s measured")
+    print(f"reports accepted       {load.accepted / wall:8.0f} /s   (offered {trials * rate:.0f}/s; refused "
+          f"{load.refused}; no answer {load.failed}; trials stopped by the searcher {load.stopped})")
+    print(f"report latency         p50 {pct(lat, 0.5) * 1000:6.1f} ms   p99 {pct(lat, 0.99) * 1000:6.1f} ms   "
+          f"max {max(lat) * 1000:6.1f} ms   (n={len(lat)})")
+    print(f"master CPU             {cpu / wall * 100:8.0f} % of one core   ({cpu:.1f} s in {wall:.0f} s)")
+    mean = decide_sum / decide_count * 1000 if decide_count else 0.0
+    print(f"searcher decisions     {decide_count:8.0f}   mean {mean:.1f} ms   "
+          f"{decide_sum / max(load.accepted, 1) * 1e6:.0f} us per report   ({decide_sum:.1f} s in all)")
+    print("goal: 1000 reports/s on one core, p99 <= 20 ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--trials", type=int, default=100)
+    parser.add_argument("--rate", type=float, default=10.0, help="reports a second per trial")
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--searcher", choices=("asha", "random"), default="asha")
+    parser.add_argument("--database", choices=("sqlite", "postgresql"), default="sqlite")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="pai-bench-") as tmp_name:
+        tmp = Path(tmp_name)
+        with database_url(args.database, tmp) as url, cluster(tmp, url, []) as c:
+            print(f"database: {args.database}")
+            try:
+                asyncio.run(run(c, args.trials, args.rate, args.seconds, args.searcher))
+            except Exception:
+                print(c.master_log()[-3000:])
+                raise
+
+
+if __name__ == "__main__":
+    main()
