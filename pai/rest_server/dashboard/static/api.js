@@ -60,3 +60,4 @@ export function query(params) {
 }
 
 export const jobPath = (key) => `/api/v2/jobs/${encodeURIComponent(key)}`;
+export const experimentPath = (key) => `/api/v2/experiments/${encodeURIComponent(key)}`;

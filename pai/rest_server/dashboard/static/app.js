@@ -1,7 +1,7 @@
 // The dashboard: a single page with routes in the URL's fragment (#/cluster, #/nodes, #/vcs/NAME, #/jobs,
-// #/jobs/USER~NAME, #/login). Each page module exports mount(root, ctx) -> {refresh, interval, unmount}; the app
-// calls refresh at once and then every `interval` ms while the page is shown and the tab visible, so pages follow
-// the cluster without a reload.
+// #/jobs/USER~NAME, #/experiments, #/experiments/USER~NAME, #/login). Each page module exports mount(root, ctx) ->
+// {refresh, interval, unmount}; the app calls refresh at once and then every `interval` ms while the page is shown
+// and the tab visible, so pages follow the cluster without a reload.
 import { ApiError, get, onUnauthorized, request, session } from "./api.js";
 import { h, show } from "./dom.js";
 
@@ -11,6 +11,8 @@ const PAGES = [
   [/^vcs(?:\/(.+))?$/, "vcs"],
   [/^jobs$/, "jobs"],
   [/^jobs\/(.+)$/, "job"],
+  [/^experiments$/, "experiments"],
+  [/^experiments\/(.+)$/, "experiment"],
   [/^login$/, "login"],
 ];
 const DEFAULT_INTERVAL = 3000;
@@ -108,7 +110,7 @@ function header(s, name) {
   top.hidden = !s;
   document.body.classList.toggle("admin", Boolean(s && s.admin));
   if (!s) return;
-  const section = name === "job" ? "jobs" : name;
+  const section = { job: "jobs", experiment: "experiments" }[name] || name;
   for (const a of top.querySelectorAll("nav a")) a.classList.toggle("active", a.dataset.page === section);
   show(document.getElementById("who"), s.user, s.admin ? h("span.tag", {}, "admin") : null);
 }

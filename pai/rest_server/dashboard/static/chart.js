@@ -83,7 +83,7 @@ function clock(t, seconds) {
 }
 
 /** 1, 2, 5 x 10^n at or above v. */
-function niceCeiling(v) {
+export function niceCeiling(v) {
   const p = 10 ** Math.floor(Math.log10(v));
   for (const m of [1, 2, 2.5, 5, 10]) if (m * p >= v) return m * p;
   return 10 * p;

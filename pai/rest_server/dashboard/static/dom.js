@@ -102,5 +102,8 @@ export const panel = (title, ...children) => h("section.panel", {}, title ? h("h
 
 export const jobLink = (key) => h("a", { href: `#/jobs/${encodeURIComponent(key)}` }, key);
 
+export const experimentLink = (key, text = key) =>
+  h("a", { href: `#/experiments/${encodeURIComponent(key)}` }, text);
+
 /** Replace what an element shows. */
 export const show = (el, ...children) => el.replaceChildren(...flat(children));

@@ -1,12 +1,26 @@
 // One job: its status, task roles (per-task state, node, ports — a running task's opened through the master's
 // proxy —, exit code and spec), the waiting reason, a task's stdout and stderr followed live and the command lines
-// that reach into it, its attempts and history (preemptions included); stop and clone.
-import { ApiError, get, jobPath, post, put, request } from "./api.js";
-import { badge, fmtDuration, fmtTime, h, panel, show, table } from "./dom.js";
+// that reach into it, its attempts and history (preemptions included); stop and clone; a trial's experiment.
+import { ApiError, experimentPath, get, jobPath, post, put, request } from "./api.js";
+import { badge, experimentLink, fmtDuration, fmtTime, h, panel, show, table } from "./dom.js";
 import { logPane } from "./logs.js";
 import { connectLines, portCell } from "./ports.js";
 
 const ACTIVE = ["WAITING", "RUNNING"];
+const TRIAL = /^(.+~.+)-trial-(\d+)$/; // a trial's job: <user>~<experiment>-trial-<n>
+
+/** The experiment of a trial's job, read once: {key, number}, or null (not a trial: a job may have such a name). */
+async function trialOf(key) {
+  const m = TRIAL.exec(key);
+  if (!m) return null;
+  try {
+    const e = await get(experimentPath(m[1]));
+    const t = e.trials.find((x) => x.jobName === key);
+    return t ? { key: e.key, number: t.number } : null;
+  } catch {
+    return null;
+  }
+}
 
 export function mount(root, ctx) {
   const key = ctx.params[0];
@@ -18,15 +32,16 @@ export function mount(root, ctx) {
   root.append(h("div.title-row", {}, title, actions), clone.panel, info, waiting,
     panel("Task roles", roles), logs.panel, panel("Job attempts", attempts), panel("History", events));
   let detail = null;
+  const trial = trialOf(key);
 
   async function refresh() {
-    const [d, tries] = await Promise.all([get(jobPath(key)), get(`${jobPath(key)}/job-attempts`)]);
+    const [d, tries, exp] = await Promise.all([get(jobPath(key)), get(`${jobPath(key)}/job-attempts`), trial]);
     detail = d;
     const st = d.jobStatus;
     show(title, key, " ", badge(st.state));
     show(actions, mayStop(st) ? h("button.danger", { type: "button", id: "stop", onclick: stop }, "Stop") : null,
       h("button", { type: "button", id: "clone", onclick: () => clone.open(key, d.name) }, "Clone"));
-    show(info, panel(null, facts(d)));
+    show(info, panel(null, facts(d, exp)));
     show(waiting, st.waitingReason ? panel("Why it waits", waitingBox(st.waitingReason)) : null);
     show(roles, Object.entries(d.taskRoles).map(([role, r]) =>
       roleTable(role, r.taskStatuses, logs.select, (t) => portCell(key, role, t, ctx.report))));
@@ -51,10 +66,12 @@ export function mount(root, ctx) {
   return { title: key, refresh, interval: 2000, unmount: () => logs.close() };
 }
 
-function facts(d) {
+function facts(d, trial) {
   const st = d.jobStatus;
   const spec = st.appExitSpec;
   const rows = [
+    ...(trial ? [["Experiment",
+      h("span", { id: "experiment" }, experimentLink(trial.key), ` trial ${trial.number}`)]] : []),
     ["User", st.username], ["Virtual cluster", st.virtualCluster], ["Priority", `${d.jobPriority} (${st.priority})`],
     ["Submitted", fmtTime(st.submissionTime)], ["Started", fmtTime(st.launchedTime)],
     ["Completed", fmtTime(st.completedTime)],
