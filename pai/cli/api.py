@@ -39,6 +39,10 @@ def _job_path(key: str) -> str:
     return f"/api/v2/jobs/{quote_segment(key)}"
 
 
+def _experiment_path(key: str) -> str:
+    return f"/api/v2/experiments/{quote_segment(key)}"
+
+
 class MasterApi:
     """Typed access to one master; every method raises pai.cli.errors.CliError subclasses on failure."""
 
@@ -103,6 +107,31 @@ class MasterApi:
 
     def virtual_clusters(self) -> dict[str, Any]:
         result: dict[str, Any] = self.http.json("GET", "/api/v2/virtual-clusters")
+        return result
+
+    # ---- experiments (issue 29) -------------------------------------------------------------------
+
+    def create_experiment(self, body: bytes, content_type: str) -> dict[str, Any]:
+        resp = self.http.request("POST", "/api/v2/experiments", body=body, content_type=content_type)
+        result: dict[str, Any] = self.http.decode_json("POST", "/api/v2/experiments", resp)
+        return result
+
+    def experiments(self, username: str | None) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = self.http.json("GET", "/api/v2/experiments", query={"username": username})
+        return result
+
+    def experiment(self, key: str) -> dict[str, Any]:
+        result: dict[str, Any] = self.http.json("GET", _experiment_path(key))
+        return result
+
+    def stop_experiment(self, key: str) -> dict[str, Any]:
+        result: dict[str, Any] = self.http.json("PUT", _experiment_path(key) + "/executionType",
+                                                payload={"value": "STOP"})
+        return result
+
+    def trial_metrics(self, trial_id: int, name: str | None = None) -> dict[str, Any]:
+        """``{"trialId", "experiment", "number", "metrics": {name: [[step, value], ...]}}``."""
+        result: dict[str, Any] = self.http.json("GET", f"/api/v2/trials/{trial_id}/metrics", query={"name": name})
         return result
 
     # ---- users and groups (OpenPAI's /api/v2/users and /api/v2/groups) ------------------------

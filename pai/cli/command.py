@@ -64,6 +64,10 @@ class Connection:
     def job_key(self, name: str) -> str:
         return job_key(name, self.session.user)
 
+    def experiment_key(self, name: str) -> str:
+        """``user~name`` as given, or ``name`` of one of the logged-in user's experiments."""
+        return job_key(name, self.session.user, "experiment")
+
     def task_role(self, name: str, role: str | None) -> tuple[str, str]:
         """The job key that ``name`` stands for, and ``role`` or else the job's first role (a task is named by
         ``--role``/``--index`` with the first role by default)."""

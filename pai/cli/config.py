@@ -92,10 +92,10 @@ def resolve_session(master: str | None, env: Mapping[str, str], config: CliConfi
     return Session(master=url, token=token, user=user)
 
 
-def job_key(name: str, user: str | None) -> str:
-    """``user~job`` as given, or ``job`` qualified with the logged-in user."""
+def job_key(name: str, user: str | None, kind: str = "job") -> str:
+    """``user~job`` as given, or ``job`` qualified with the logged-in user (an experiment's key alike)."""
     if "~" in name:
         return name
     if not user:
-        raise JobNameError(name)
+        raise JobNameError(name, kind)
     return f"{user}~{name}"

@@ -56,11 +56,12 @@ class SpecFileError(CliError):
 
 
 class JobNameError(CliError):
-    """A bare job name given while no user is known to qualify it."""
+    """A bare job (or experiment) name given while no user is known to qualify it."""
 
-    def __init__(self, name: str) -> None:
-        super().__init__(f"cannot tell whose job {name!r} is: give it as user~job, or log in with `pai login`")
+    def __init__(self, name: str, kind: str = "job") -> None:
+        super().__init__(f"cannot tell whose {kind} {name!r} is: give it as user~{kind}, or log in with `pai login`")
         self.name = name
+        self.kind = kind
 
 
 class WaitTimeoutError(CliError):

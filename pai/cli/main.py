@@ -6,6 +6,7 @@ import click
 
 from pai.cli.auth import login, logout
 from pai.cli.execute import exec_command
+from pai.cli.experiments import experiment
 from pai.cli.jobs import job, list_jobs, logs, stop
 from pai.cli.masters import masters
 from pai.cli.nodes import cordon, nodes, uncordon
@@ -23,7 +24,7 @@ def cli() -> None:
 
 
 for command in (login, logout, submit, list_jobs, job, logs, stop, exec_command, port_forward, ssh, ssh_key, nodes,
-                masters, cordon, uncordon, user, group):
+                masters, cordon, uncordon, user, group, experiment):
     cli.add_command(command)
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import click
 
@@ -27,7 +28,14 @@ class OutputFormat(StrEnum):
 
 
 def output_option(func: F) -> F:
-    return click.option(
+    """``-o table|json``, and ``--json`` for ``-o json``; the command gets ``output``."""
+
+    @functools.wraps(func)
+    def choose(*args: Any, output: OutputFormat, as_json: bool, **kwargs: Any) -> Any:
+        return func(*args, output=OutputFormat.JSON if as_json else output, **kwargs)
+
+    with_flag = click.option("--json", "as_json", is_flag=True, help="The same as -o json.")(choose)
+    return cast(F, click.option(
         "-o",
         "--output",
         "output",
@@ -36,7 +44,7 @@ def output_option(func: F) -> F:
         show_default=True,
         callback=lambda _ctx, _param, value: OutputFormat(value),
         help="table for people, json for scripts (the master's raw answer).",
-    )(func)
+    )(with_flag))
 
 
 def cell(value: object) -> str:
