@@ -6,6 +6,7 @@ from pathlib import PurePath
 from typing import IO, Any
 
 import click
+import yaml
 
 from pai.cli.command import ClientCommand, connect, master_option
 from pai.cli.errors import BadResponseError, CliError
@@ -22,6 +23,15 @@ def content_type(text: str, source: str) -> str:
     if suffix == ".json" or (suffix not in (".yaml", ".yml") and text.lstrip().startswith("{")):
         return JSON_TYPE
     return YAML_TYPE
+
+
+def is_experiment(text: str) -> bool:
+    """Whether a document is an experiment (``type: experiment``) rather than a job."""
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return False
+    return isinstance(doc, dict) and doc.get("type") == "experiment"
 
 
 @click.group("experiment")

@@ -3,6 +3,7 @@
 Ctrl-C (or the end of ``--run``) stops the agent, which kills its tasks, then the master: no process is
 left behind. A job's codeDir may be a local path under the current directory, the ``--run`` file's directory and
 each ``--local-path`` (the cluster configuration's ``localPaths``, written to ``<data-dir>/up-cluster.json``).
+``--run`` takes a job or an experiment (``type: experiment``: created, followed until it ends, its trials printed).
 """
 
 from __future__ import annotations
@@ -26,12 +27,16 @@ from pai.cli.api import MasterApi
 from pai.cli.command import ClientCommand
 from pai.cli.config import CliConfig, config_path, save_config
 from pai.cli.errors import CliError
+from pai.cli.experiments import content_type, is_experiment
+from pai.cli.experimentview import render_experiment
 from pai.cli.http import HttpClient
 from pai.cli.submit import prepare_spec, wait_for_job
 from pai.commands.logs import setup_logging
 from pai.nodeagent.docker_runtime import engine_answers
 from pai.store.db import default_data_dir
 from pai.store.private import private_dir, restrict, write_private
+
+EXPERIMENT_TIMEOUT = 1800.0  # seconds --run follows an experiment before it gives up (and stops everything)
 
 
 def _free_port(host: str) -> int:
@@ -153,7 +158,10 @@ def _cluster(host: str, port: int, data_dir: Path, agent_flags: list[str],
 def _run(url: str, password: str, file: Path) -> int:
     api = MasterApi(HttpClient(url))
     api.http.token = api.login("admin", password)["token"]
-    spec = prepare_spec(file.read_text(), str(file))
+    text = file.read_text()
+    if is_experiment(text):
+        return _run_experiment(api, text, file)
+    spec = prepare_spec(text, str(file))
     key = api.submit(spec.body, spec.content_type)["jobName"]
     click.echo(f"submitted {key}")
     detail = wait_for_job(lambda: api.job(key), key=key, timeout=600, interval=0.5,
@@ -168,6 +176,27 @@ def _run(url: str, password: str, file: Path) -> int:
     return 0 if state == "SUCCEEDED" else 1
 
 
+def _run_experiment(api: MasterApi, text: str, file: Path) -> int:
+    """An experiment: created, followed until it ends (its trials' states as they change), then its trials' table."""
+    key = api.create_experiment(text.encode(), content_type(text, str(file)))["experimentName"]
+    click.echo(f"created experiment {key}")
+    seen: dict[int, str] = {}
+    deadline = time.monotonic() + EXPERIMENT_TIMEOUT
+    while True:
+        detail = api.experiment(key)
+        for trial in detail["trials"]:
+            state = trial["state"] + (" (searcher)" if trial.get("stoppedBy") == "searcher" else "")
+            if seen.get(trial["number"]) != state:
+                seen[trial["number"]] = state
+                click.echo(f"{key}: trial {trial['number']} {state}  {json.dumps(trial['hparams'], sort_keys=True)}")
+        if detail["state"] in ("COMPLETED", "STOPPED") or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    click.echo(render_experiment(detail))
+    click.echo(f"{key}: {detail['state']}")
+    return 0 if detail["state"] == "COMPLETED" else 1
+
+
 @click.command("up", cls=ClientCommand)  # a refused spec is one "error: ..." line, not a traceback
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=None, type=int,
@@ -175,7 +204,8 @@ def _run(url: str, password: str, file: Path) -> int:
 @click.option("--data-dir", type=click.Path(path_type=Path), default=None,
               help="Data directory (default: PAI_DATA_DIR or ~/.local/share/pai; a throwaway one with --run).")
 @click.option("--run", "run_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="Submit FILE, wait for it, print its tasks' output, then stop everything.")
+              help="Submit FILE (a job, or an experiment: type: experiment), wait for it to end, print its tasks' "
+                   "output (an experiment: its trials), then stop everything.")
 @click.option("--runtime", type=click.Choice(("auto", "docker", "process")), default="auto", show_default=True,
               help="The local agent's runtime: docker where a Docker Engine answers, else process.")
 @click.option("--gpus", type=int, default=None, help="GPUs of the local agent (default: detected, else 0).")

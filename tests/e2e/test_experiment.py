@@ -51,9 +51,9 @@ def test_the_example_runs_to_the_end_and_its_best_trial_is_at_the_optimum(tmp_pa
         best = done["bestTrial"]
         optimum = optimal_lr(c, best)
         assert 4.0 < optimum < 5.0  # 2 / (the largest + the smallest eigenvalue) of the example's data
-        # the best trial is the one whose learning rate descends fastest: the contraction of gradient descent at lr
-        # is max |1 - lr * eigenvalue|, smallest at the optimum; ranked by it, the best trial comes first
-        assert abs(math.log(best["hparams"]["lr"] / optimum)) < math.log(1.5), (best, optimum)
+        # the best trial descends fastest: its learning rate is near the optimum (16 random draws come within a factor
+        # of 1.6 of it, on both sides of which gradient descent is slower)
+        assert abs(math.log(best["hparams"]["lr"] / optimum)) < math.log(1.6), (best, optimum)
         assert best["state"] == "COMPLETED" and best["metric"]["value"] < 1e-6
         job = c.job(best["jobName"])
         assert job["jobStatus"]["state"] == "SUCCEEDED"

@@ -33,6 +33,21 @@ def test_pai_up_runs_the_hello_example_to_succeeded_and_leaves_no_process(tmp_pa
     assert leftovers.stdout.strip() == ""
 
 
+def test_pai_up_runs_the_example_experiment_to_the_end(tmp_path: Path) -> None:
+    """``pai up --run examples/experiment.yaml``: the search runs on the embedded cluster until it completes; ASHA
+    stops some trials early; the trials' table is printed, its best trial marked."""
+    env = {**os.environ, "HOME": str(tmp_path), "PAI_DATA_DIR": str(tmp_path / "unused")}
+    proc = subprocess.run([sys.executable, "-m", "pai", "up", "--run", str(ROOT / "examples" / "experiment.yaml"),
+                           "--data-dir", str(tmp_path / "data"), "--runtime", "process"],
+                          capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "created experiment admin~lr-search" in out and out.rstrip().endswith("admin~lr-search: COMPLETED")
+    assert "trial 15 COMPLETED" in out or "trial 15 STOPPED (searcher)" in out
+    assert "STOPPED (searcher)" in out  # ASHA stopped the poor trials early
+    assert "* best: trial" in out
+
+
 def test_pai_up_lets_a_job_read_the_code_next_to_its_spec_file(tmp_path: Path) -> None:
     """The --run file's directory is one of the cluster's localPaths roots (the current directory another): a
     relative codeDir, which the CLI resolves next to the spec file, is allowed."""
