@@ -74,17 +74,17 @@ def _trial(c: Context, trial_id: int, *, trial_only: bool = False) -> store.Tria
     if creds is None:
         raise UnauthorizedUserError("Authorization: a 'Bearer <token>' header is required")
     with c.db.session() as s:
-        trial = store.get_trial(s, trial_id)
         holder = store.trial_by_token(s, tokens.token_digest(creds.token)) if creds.basic_user is None else None
         if holder is not None:
-            if holder.id != trial.id:
-                raise ForbiddenUserError(f"this token is trial {holder.id}'s; it grants nothing of trial {trial.id}")
-            return trial
+            if holder.id == trial_id:
+                return holder  # a trial's own report: one query
+            raise ForbiddenUserError(f"this token is trial {holder.id}'s; it grants nothing of trial {trial_id}")
         caller = c.launcher.accounts.caller(s, creds.token)
         if caller is None:
             raise UnauthorizedUserError("the token is neither a trial's nor a user's valid token")
         if trial_only:
-            raise ForbiddenUserError(f"only trial {trial.id}'s own token (PAI_TRIAL_TOKEN) may report for it")
+            raise ForbiddenUserError(f"only trial {trial_id}'s own token (PAI_TRIAL_TOKEN) may report for it")
+        trial = store.get_trial(s, trial_id)
         experiment = store.get_experiment_by_id(s, trial.experiment_id)
         require_reader(caller.user, experiment.user, c.launcher.jobs_readable_by_all())
         return trial
@@ -97,7 +97,7 @@ def _report(c: Context, trial_id: int, body: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(metrics, dict):
         raise InvalidParametersError("metrics: must be an object of {name: number}", field="metrics")
     with c.db.session() as s:
-        answer = trial_reports.report(s, trial.id, body.get("step"), metrics)
+        answer = trial_reports.report(s, trial.id, body.get("step"), metrics, known=True)
     return {"stored": answer.stored, "stop": answer.stop}
 
 

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import bindparam, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -151,10 +151,15 @@ def get_trial(s: Session, trial_id: int) -> Trial:
     return _trial(row)
 
 
+_BY_TOKEN = select(*(getattr(TrialRow, name) for name in (
+    "id", "experiment_id", "number", "hparams", "job_id", "state", "stopped_by", "stop_requested", "points",
+    "created_at"))).where(TrialRow.token_hash == bindparam("digest"))  # a report's check: built once, no ORM load
+
+
 def trial_by_token(s: Session, token_hash: str) -> Trial | None:
     """The trial whose token has this digest; None when no trial's has."""
-    row = s.scalars(select(TrialRow).where(TrialRow.token_hash == token_hash)).first()
-    return None if row is None else _trial(row)
+    row = s.execute(_BY_TOKEN, {"digest": token_hash}).first()
+    return None if row is None else Trial(*row)
 
 
 def trial_of_job(s: Session, job_id: str) -> Trial | None:

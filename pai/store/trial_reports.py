@@ -21,9 +21,9 @@ import math
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import and_, func, select, update
+from sqlalchemy import Table, and_, bindparam, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -84,23 +84,30 @@ def check_values(values: Mapping[str, object]) -> dict[str, float]:
     return checked
 
 
+_METRICS, _TRIALS = cast(Table, TrialMetricRow.__table__), cast(Table, TrialRow.__table__)
+# Built once (a report is the hottest write of an experiment): Core statements on the tables, compiled once per
+# dialect and cached by SQLAlchemy. RETURNING names the rows inserted (a conflicting one returns nothing): a rowcount
+# is not reliable on every driver.
+_INSERTS = {dialect: insert(_METRICS).on_conflict_do_nothing().returning(_METRICS.c.name)
+            for dialect, insert in (("postgresql", postgresql.insert), ("sqlite", sqlite.insert))}
+_MOVE_POINTS = (update(_TRIALS).where(_TRIALS.c.id == bindparam("trial"),
+                                      _TRIALS.c.points + bindparam("added") <= bindparam("cap"))
+                .values(points=_TRIALS.c.points + bindparam("added")).returning(_TRIALS.c.stop_requested))
+
+
 def report(s: Session, trial_id: int, step: object, values: Mapping[str, object], *,
-           now: float | None = None) -> ReportAnswer:
+           now: float | None = None, known: bool = False) -> ReportAnswer:
     """Store the trial's ``values`` at ``step`` (the first value of each name at a step stays); whether it should stop.
-    InvalidParametersError: a bad step or value, or the trial's storage is full; NoTrialError: no such trial."""
+    InvalidParametersError: a bad step or value, or the trial's storage is full; NoTrialError: no such trial.
+    ``known``: the caller found the trial in this transaction (its token): it is not looked up again."""
     at_step, checked = check_step(step), check_values(values)
     at = time.time() if now is None else now
     rows = [{"trial_id": trial_id, "step": at_step, "name": name, "value": checked[name], "reported_at": at}
             for name in sorted(checked)]
-    if s.get(TrialRow, trial_id) is None:
+    if not known and s.get(TrialRow, trial_id) is None:
         raise NoTrialError(f"trial {trial_id} not found")
-    # RETURNING names the rows inserted (a conflicting one returns nothing): a rowcount is not reliable on every driver
-    stored = len(s.execute(_insert(s)(TrialMetricRow).values(rows).on_conflict_do_nothing()
-                           .returning(TrialMetricRow.name)).all())
-    moved = s.execute(
-        update(TrialRow).where(TrialRow.id == trial_id, TrialRow.points + stored <= MAX_POINTS_PER_TRIAL)
-        .values(points=TrialRow.points + stored).returning(TrialRow.stop_requested)
-    ).one_or_none()
+    stored = len(s.execute(_INSERTS[s.get_bind().dialect.name], rows).all())
+    moved = s.execute(_MOVE_POINTS, {"trial": trial_id, "added": stored, "cap": MAX_POINTS_PER_TRIAL}).one_or_none()
     if moved is None:
         raise InvalidParametersError(
             f"metrics: trial {trial_id} keeps at most {MAX_POINTS_PER_TRIAL} metric values (one per step and name) and "
