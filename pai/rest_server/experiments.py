@@ -156,11 +156,12 @@ async def experiment_detail(request: web.Request) -> web.Response:
 
 
 async def execution_type(request: web.Request) -> web.Response:
+    creds = credentials(request)  # 401 before the body's 400, as the jobs' executionType
     body = await json_body(request, 'like {"value": "STOP"}')
     if body.get("value") != "STOP":
         raise InvalidParametersError(f"value: {body.get('value')!r} is not STOP (an experiment cannot be started "
                                      f"again; create a new one)", field="value")
-    answer = await request.app[SERVICE](credentials(request), _stop, _key(request))
+    answer = await request.app[SERVICE](creds, _stop, _key(request))
     return web.json_response(answer, status=202)
 
 

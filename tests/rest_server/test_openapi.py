@@ -33,7 +33,9 @@ from pai.rest_server.openapi import document
 from pai.rest_server.routes import PYLON, routes
 from pai.store import jobs as store_jobs
 from pai.store import sessions, users
+from tests.eventually import eventually
 from tests.rest_server.conftest import ADMIN_PASSWORD, AGENT_TOKEN, Api
+from tests.rest_server.test_experiments import experiment
 
 DOC = document()
 METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
@@ -46,8 +48,10 @@ SAME_PATH = {"/api/v1/jobs/{key}": "/api/v1/jobs/{job}", "/api/v1/jobs/{name}": 
 
 def route_path(path: str) -> str:
     """An aiohttp route's path as the document writes it: ``{name:regex}`` is ``{name}``, the trailing slash
-    dropped; the API under ``/rest-server`` is the document's second server."""
-    path = re.sub(r"\{(\w+):[^}]*\}", r"{\1}", path.removeprefix(PYLON).removesuffix("{trailing_slash:/?}"))
+    dropped (a regex may hold braces of its own: ``{trial:\\d{1,18}}``); the API under ``/rest-server`` is the
+    document's second server."""
+    path = path.removeprefix(PYLON).removesuffix("{trailing_slash:/?}")
+    path = re.sub(r"\{(\w+):(?:[^{}]|\{[^{}]*\})*\}", r"{\1}", path)
     return SAME_PATH.get(path, path)
 
 
@@ -109,6 +113,14 @@ class World:
         self.api = api
         self.tokens: dict[str, str] = {"admin": api.token or ""}
         self.done: set[str] = set()
+        self.trials: list[int] = []  # admin~lr's trials' ids, by number
+
+    def url(self, url: str) -> str:
+        """A case's URL with what the world made: ``{bob}`` bob's token, ``{t0}``, ``{t1}`` the trials' ids."""
+        url = url.replace("{bob}", self.tokens.get("bob", ""))
+        for number, trial in enumerate(self.trials):
+            url = url.replace(f"{{t{number}}}", str(trial))
+        return url
 
     async def request(self, method: str, path: str, *, token: str | None, json_body: Any = None,
                       body: str | None = None, content_type: str | None = None, websocket: bool = False) -> Answer:
@@ -255,14 +267,14 @@ class World:
         raise AssertionError(f"{key} never reached {state}: {answer.body}")
 
     async def _private(self) -> None:
-        """The configuration's ``access.jobsReadableByAll: false``: users read their own jobs only."""
-        with self.api.client.app[DB].session() as s:
-            cluster.apply_file(s, {"access": {"jobsReadableByAll": False}}, 0.0)
+        """The configuration's ``access.jobsReadableByAll: false``: users read their own jobs only (written on the
+        app's writer thread: on SQLite a write of the test's own would race the launcher's, busy with experiments)."""
+        await self.api.write(lambda s: cluster.apply_file(s, {"access": {"jobsReadableByAll": False}}, 0.0))
         self.api.client.app[LAUNCHER].clusters.invalidate()
 
     async def _storage(self) -> None:
-        with self.api.client.app[DB].session() as s:
-            cluster.apply_file(s, {"storages": [{"name": "data", "path": "/nfs/data"}]}, 0.0)
+        await self.api.write(lambda s: cluster.apply_file(s, {"storages": [{"name": "data", "path": "/nfs/data"}]},
+                                                          0.0))
         self.api.client.app[LAUNCHER].clusters.invalidate()
 
     async def _team(self) -> None:
@@ -278,6 +290,49 @@ class World:
         """admin~t, WAITING in VC team."""
         await self.setup("team")
         assert (await self.admin("POST", "/api/v1/jobs", json_body=v1_job("t", "team"))).status == 202
+
+    async def _experiment(self) -> None:
+        """admin~lr, ACTIVE: a random search of two trials at once."""
+        answer = await self.admin("POST", "/api/v2/experiments", body=yaml.safe_dump(experiment()),
+                                  content_type="text/yaml")
+        assert answer.status == 202, answer
+
+    async def _trials(self) -> None:
+        """admin~lr's two trials made by the master's loop and started on node n1 (the start commands' environment
+        holds their own tokens: ``trial0``, ``trial1``)."""
+        await self.setup("experiment")
+
+        async def made() -> list[int] | None:
+            trials = (await self.admin("GET", "/api/v2/experiments/admin~lr")).body["trials"]
+            return [t["id"] for t in trials] if len(trials) == 2 else None
+        self.trials = await eventually(made, what="admin~lr's two trials")
+        await self.setup("node")
+        tokens: dict[int, str] = {}
+
+        async def started() -> bool:
+            answer = await self.request("POST", "/api/internal/agents/n1/heartbeat", token=AGENT_TOKEN,
+                                        json_body={"version": 1, "node": "n1", "containers": []})
+            assert answer.status == 200, answer
+            tokens.update({int(c["env"]["PAI_TRIAL_ID"]): c["env"]["PAI_TRIAL_TOKEN"]
+                           for c in answer.body["commands"] if c["type"] == "start"})
+            return len(tokens) == 2
+        await eventually(started, what="the trials' start commands")
+        for number, trial in enumerate(self.trials):
+            self.tokens[f"trial{number}"] = tokens[trial]
+
+    async def _reported(self) -> None:
+        """Trial 0 reported its loss (the searcher's metric) and another metric at step 1."""
+        await self.setup("trials")
+        answer = await self.request("POST", self.url("/api/v2/trials/{t0}/metrics"), token=self.tokens["trial0"],
+                                    json_body={"step": 1, "metrics": {"loss": 0.5, "acc": 0.25}})
+        assert answer.status == 200, answer
+
+    async def _checkpoint(self) -> None:
+        """Trial 0 recorded a checkpoint at step 1."""
+        await self.setup("trials")
+        answer = await self.request("POST", self.url("/api/v2/trials/{t0}/checkpoints"), token=self.tokens["trial0"],
+                                    json_body={"step": 1, "path": "/ckpt/1.pt", "metadata": {"epoch": 0}})
+        assert answer.status == 200, answer
 
     async def _ops(self) -> None:
         assert (await self.admin("POST", "/api/v2/groups", json_body={"groupname": "ops"})).status == 201
@@ -676,8 +731,69 @@ def _task_ports() -> Iterator[Case]:
     yield case("DELETE /api/v2/proxy/session", 200, as_="none")
 
 
+def in_vc(vc: str) -> dict[str, Any]:
+    """admin~lr's document (tests/rest_server/test_experiments.py's), its trials in ``vc``."""
+    doc = experiment()
+    doc["trial"]["defaults"] = {"virtualCluster": vc}
+    return doc
+
+
+def _experiments() -> Iterator[Case]:
+    e = "/api/v2/experiments"
+    yield case(f"POST {e}", 202, body=yaml.safe_dump(experiment()), content_type="text/yaml")
+    yield case(f"POST {e}", 202, json_body=experiment(), note="JSON")
+    yield case(f"POST {e}", 400, code="InvalidProtocolError", json_body={**experiment(), "searcher": {"name": "grid"}})
+    yield case(f"POST {e}", 400, code="InvalidParametersError", json_body=in_vc("team"), setup=("stopped-team",),
+               note="a stopped VC")
+    yield case(f"POST {e}", 403, code="ForbiddenUserError", as_="bob", json_body=in_vc("team"), setup=("team",),
+               note="a VC not granted")
+    yield case(f"POST {e}", 404, code="NoVirtualClusterError", json_body=in_vc("nope"))
+    yield case(f"POST {e}", 409, code="ConflictExperimentError", json_body=experiment(), setup=("experiment",))
+    yield case(f"GET {e}", 200, setup=("reported",), check=lambda a: _same(
+        [(x["key"], x["bestTrial"]["metric"]) for x in a.body], [("admin~lr", {"step": 1, "value": 0.5})]))
+    yield case(f"GET {e}", 200, f"{e}?username=admin", as_="bob", setup=("experiment", "private"),
+               note="only those bob may read", check=lambda a: _same(a.body, []))
+    one = f"{e}/{{key}}"
+    yield case(f"GET {one}", 200, f"{e}/admin~lr", setup=("reported",))
+    yield case(f"GET {one}", 403, f"{e}/admin~lr", "ForbiddenUserError", as_="bob",
+               setup=("experiment", "private", "bob"))
+    yield case(f"GET {one}", 404, f"{e}/admin~nope", "NoExperimentError")
+    stop, url, body = f"PUT {one}/executionType", f"{e}/admin~lr/executionType", {"value": "STOP"}
+    yield case(stop, 202, url, json_body=body, setup=("experiment",))
+    yield case(stop, 400, url, "InvalidParametersError", json_body={"value": "START"}, setup=("experiment",))
+    yield case(stop, 403, url, "ForbiddenUserError", as_="bob", json_body=body, setup=("experiment",))
+    yield case(stop, 404, f"{e}/admin~nope/executionType", "NoExperimentError", json_body=body)
+
+
+def _trials() -> Iterator[Case]:
+    t, mine, private = "/api/v2/trials/{trial}", ("trials",), ("trials", "private", "bob")
+    posts: list[tuple[str, dict[str, Any], dict[str, Any]]] = [  # (what, a body that works, one that does not)
+        ("metrics", {"step": 1, "metrics": {"loss": 0.5}}, {"step": 1, "metrics": {"loss": "low"}}),
+        ("checkpoints", {"step": 1, "path": "/ckpt/1.pt", "metadata": {}}, {"step": 1, "path": 5}),
+    ]
+    for what, good, bad in posts:
+        op, url = f"POST {t}/{what}", f"/api/v2/trials/{{t0}}/{what}"
+        yield case(op, 200, url, json_body=good, as_="trial0", setup=mine)
+        yield case(op, 400, url, "InvalidParametersError", json_body=bad, as_="trial0", setup=mine)
+        yield case(op, 403, url, "ForbiddenUserError", json_body=good, as_="trial1", setup=mine,
+                   note="another trial's token")
+        yield case(op, 403, url, "ForbiddenUserError", json_body=good, setup=mine, note="a user's token")
+        yield case(op, 404, f"/api/v2/trials/999999/{what}", "NoTrialError", json_body=good)
+    for what, ready in (("metrics", "reported"), ("checkpoints", "checkpoint"), ("checkpoints/latest", "checkpoint")):
+        op, url = f"GET {t}/{what}", f"/api/v2/trials/{{t0}}/{what}"
+        yield case(op, 200, url, setup=(ready,))
+        yield case(op, 200, url, as_="trial0", setup=(ready,), note="the trial's own token")
+        yield case(op, 403, url, "ForbiddenUserError", as_="bob", setup=private)
+        yield case(op, 403, url, "ForbiddenUserError", as_="trial1", setup=mine, note="another trial's token")
+        yield case(op, 404, f"/api/v2/trials/999999/{what}", "NoTrialError")
+    yield case(f"GET {t}/metrics", 200, "/api/v2/trials/{t0}/metrics?name=loss", setup=("reported",), note="one",
+               check=lambda a: _same(a.body["metrics"], {"loss": [[1, 0.5]]}))
+    yield case(f"GET {t}/checkpoints/latest", 200, "/api/v2/trials/{t1}/checkpoints/latest", setup=mine,
+               note="none yet", check=lambda a: _same(a.body, None))
+
+
 CASES = [*_service(), *_auth(), *_users(), *_groups(), *_submissions(), *_job_reads(), *_job_changes(), *_cluster(),
-         *_vcs(), *_task_ports()]
+         *_vcs(), *_task_ports(), *_experiments(), *_trials()]
 
 
 # ---- the tests -----------------------------------------------------------------------------------------------
@@ -732,7 +848,7 @@ async def test_a_documented_answer_occurs(api: Api, c: Case) -> None:
         for what in c.setup:
             await world.setup(what)
         token = await world.token(c.as_)
-        url = c.url.replace("{bob}", world.tokens.get("bob", ""))
+        url = world.url(c.url)
         answer = await world.request(c.method, url, token=token, json_body=c.json_body, body=c.body,
                                      content_type=c.content_type, websocket=c.websocket)
     finally:
@@ -770,7 +886,7 @@ def _check_request_body(c: Case) -> None:
 
 SAMPLES = {"key": "admin~nope", "job": "admin~nope", "user": "admin", "name": "nope", "group": "default",
            "vc": "default", "attempt": "0", "index": "0", "task_attempt": "0", "role": "w", "stream": "stdout",
-           "token": "nope", "node": "n1", "attr": "acls", "label": "http"}
+           "token": "nope", "node": "n1", "attr": "acls", "label": "http", "trial": "1"}
 
 
 async def test_without_a_token_exactly_the_documented_operations_answer_401(api: Api) -> None:
