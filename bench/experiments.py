@@ -6,7 +6,8 @@ that a trial the searcher stops is replaced). The benchmark plays the node agent
 every trial, heartbeats, takes each start command's PAI_TRIAL_ID and PAI_TRIAL_TOKEN, and for each trial sends
 ``--rate`` reports a second (``{"loss", "acc"}`` at the next step, paced on a fixed schedule, not after the previous
 answer) until a report answers ``stop``; then it reports the task exited, and the master starts the next trial.
-ASHA's rungs (maxTime 400, divisor 4: steps 25 and 100) are reached within the run, so the searcher stops trials.
+ASHA's first rung (maxTime 3200, divisor 4: steps 200, 800) is reached within a run of 30 s: the searcher decides
+on every tick, and stops trials at the end.
 
 Printed: reports accepted per second, their latency (p50, p99), the master's CPU (its process, all threads) as a
 share of one core, and the searcher's decisions (``pai_searcher_decide_seconds`` from the master's /metrics): how
@@ -24,6 +25,7 @@ import random
 import re
 import tempfile
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,7 +46,7 @@ def experiment(trials: int, searcher: str) -> str:
     search: dict[str, Any] = {"name": searcher, "metric": "loss", "maxTrials": trials * 10,
                               "maxConcurrentTrials": trials}
     if searcher == "asha":
-        search |= {"maxTime": 400, "divisor": 4}
+        search |= {"maxTime": 3200, "divisor": 4}
     return json.dumps({
         "protocolVersion": 2, "name": "bench", "type": "experiment", "searcher": search,
         "hyperparameters": {"lr": {"type": "log", "minval": 0.0001, "maxval": 1.0}},
@@ -64,6 +66,7 @@ class Load:
     accepted: int = 0
     refused: int = 0
     failed: int = 0  # no answer (the connection broke)
+    errors: Counter[str] = field(default_factory=Counter)  # the refusals, by status and code
     stopped: int = 0
     running: dict[str, dict[str, Any]] = field(default_factory=dict)  # attempt id -> its container report
     exited: list[dict[str, Any]] = field(default_factory=list)  # reports of attempts that ended (sent once)
@@ -89,7 +92,9 @@ async def trial(load: Load, session: ClientSession, start: dict[str, Any]) -> No
         if began >= load.since:
             load.latencies.append(time.monotonic() - began)
             load.accepted += resp.status == 200
-            load.refused += resp.status != 200
+            if resp.status != 200:
+                load.refused += 1
+                load.errors[f"{resp.status} {answer.get('code')}"] += 1
             load.stopped += resp.status == 200 and answer["stop"]
         if resp.status == 200 and answer["stop"]:
             break
@@ -101,7 +106,7 @@ async def trial(load: Load, session: ClientSession, start: dict[str, Any]) -> No
 async def agent(load: Load, c: Cluster, session: ClientSession) -> None:
     """Heartbeats every 0.3 s with every attempt's report; each new start command becomes a reporting trial."""
     headers = {"Authorization": f"Bearer {AGENT_TOKEN}"}
-    beat = f"{c.url}/api/internal/agents/{NODE}/heartbeat"
+    beat = f"{c.launcher_url}/api/internal/agents/{NODE}/heartbeat"
     trials: list[asyncio.Task[None]] = []
     while time.monotonic() < load.until:
         exited, load.exited = load.exited, []
@@ -121,12 +126,27 @@ async def agent(load: Load, c: Cluster, session: ClientSession) -> None:
 
 
 def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime (of every thread)
+    """The CPU of ``pid`` and its children (PostgreSQL: the launcher's process, gunicorn's API workers)."""
+    total, parents = 0.0, {pid}
+    stats = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stats[int(entry.name)] = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+    changed = True
+    while changed:  # the whole tree under pid
+        grown = {p for p, fields in stats.items() if int(fields[1]) in parents} | parents
+        changed, parents = grown != parents, grown
+    for p in parents:
+        if p in stats:
+            total += (int(stats[p][11]) + int(stats[p][12])) / TICKS  # utime, stime (of every thread)
+    return total
 
 
 def decide_figures(c: Cluster) -> tuple[float, float]:
-    text = requests.get(f"{c.url}/metrics", timeout=10).text
+    text = requests.get(f"{c.launcher_url}/metrics", timeout=10).text  # the searcher runs in the launcher
     total = count = 0.0
     for name, value in re.findall(r"^pai_searcher_decide_seconds_(sum|count)\{[^}]*\} (\S+)$", text, re.M):
         if name == "sum":
@@ -142,7 +162,7 @@ async def run(c: Cluster, trials: int, rate: float, seconds: float, searcher: st
     async with ClientSession(connector=TCPConnector(limit=0), timeout=ClientTimeout(total=60)) as session:
         register = {"version": 1, "node": {"name": NODE, "address": "127.0.0.30",
                                            "resources": {"gpu": 0, "cpu": trials, "memoryMB": 128 * trials}}}
-        async with session.post(f"{c.url}/api/internal/agents/register", json=register,
+        async with session.post(f"{c.launcher_url}/api/internal/agents/register", json=register,
                                 headers={"Authorization": f"Bearer {AGENT_TOKEN}"}) as resp:
             assert resp.status == 200, await resp.text()
         async with session.post(f"{c.url}/api/v2/experiments", data=experiment(trials, searcher),
@@ -162,9 +182,12 @@ async def run(c: Cluster, trials: int, rate: float, seconds: float, searcher: st
     print(f"trials at once {trials}, {rate:g} reports/s each, searcher {searcher}, {wall:.0f} s measured")
     print(f"reports accepted       {load.accepted / wall:8.0f} /s   (offered {trials * rate:.0f}/s; refused "
           f"{load.refused}; no answer {load.failed}; trials stopped by the searcher {load.stopped})")
+    if load.errors:
+        print(f"refusals               {dict(load.errors)}")
     print(f"report latency         p50 {pct(lat, 0.5) * 1000:6.1f} ms   p99 {pct(lat, 0.99) * 1000:6.1f} ms   "
           f"max {max(lat) * 1000:6.1f} ms   (n={len(lat)})")
-    print(f"master CPU             {cpu / wall * 100:8.0f} % of one core   ({cpu:.1f} s in {wall:.0f} s)")
+    print(f"master CPU             {cpu / wall * 100:8.0f} % of one core   ({cpu:.1f} s in {wall:.0f} s, its "
+          f"processes together)")
     mean = decide_sum / decide_count * 1000 if decide_count else 0.0
     print(f"searcher decisions     {decide_count:8.0f}   mean {mean:.1f} ms   "
           f"{decide_sum / max(load.accepted, 1) * 1e6:.0f} us per report   ({decide_sum:.1f} s in all)")

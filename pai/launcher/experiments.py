@@ -166,11 +166,11 @@ class ExperimentRunner:
         return True
 
     def _stop_trial(self, s: Session, row: store.Experiment, number: int, by: StoppedBy) -> None:
-        trial = next((t for t in store.trials_of(s, row.id) if t.number == number), None)
+        trial = store.trial_numbered(s, row.id, number)
         if trial is None or trial.state not in store.UNENDED:
             return
         store.request_trial_stop(s, trial.id, by.value)
-        key = store.job_keys(s, row.id).get(trial.id)
+        key = store.job_key_of(s, trial)
         if key is not None:
             self._stop_job(key, f"the {by.value} of experiment {row.key}")
         log.info("trial stop requested experiment=%s trial=%d job=%s by=%s", row.key, number, key, by.value)

@@ -38,6 +38,7 @@ from pai.rest_server.keys import (
     LAUNCHER,
     LOOP,
     PART,
+    REPORTS,
     ROLE,
     SERVICE,
     SOCKETS,
@@ -48,6 +49,7 @@ from pai.rest_server.keys import (
 )
 from pai.rest_server.leading import leadership, new_holder
 from pai.rest_server.metrics import timing_middleware
+from pai.rest_server.reports import ReportBatcher
 from pai.rest_server.routes import agent_routes, elsewhere_routes, monitor_routes, user_routes
 from pai.rest_server.service import Service
 from pai.rest_server.sockets import OpenSockets
@@ -79,6 +81,7 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
     app[LAUNCHER] = Launcher(db, config.launcher, protected_paths=(str(config.data_dir),))
     app[VCADMIN] = VcAdmin(db, app[LAUNCHER].clock, app[LAUNCHER].clusters, app[LAUNCHER].accounts)
     app[SERVICE] = Service(app[LAUNCHER], app[VCADMIN], store, wake=lambda: app[WAKE]())
+    app[REPORTS] = ReportBatcher(store, db)
     if part.launches():
         await _prepare(app, store, db)
     yield

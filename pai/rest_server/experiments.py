@@ -12,6 +12,7 @@ token) and ``GET .../metrics``. Another trial's token is 403; a token that is no
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from aiohttp import web
@@ -22,11 +23,12 @@ from pai.jobspec.experiment import parse_experiment
 from pai.launcher.access import may_read_jobs_of, require_reader
 from pai.rest_server.bodies import json_body
 from pai.rest_server.experiment_views import checkpoint_view, experiment_view, series_view
-from pai.rest_server.keys import SERVICE
+from pai.rest_server.keys import REPORTS, SERVICE
 from pai.rest_server.service import Context, anonymous, credentials, reads, writes
 from pai.store import credentials as tokens
 from pai.store import experiments as store
 from pai.store import trial_reports
+from pai.store.trial_reports import Incoming
 
 
 @writes(wakes=True)
@@ -166,8 +168,25 @@ async def execution_type(request: web.Request) -> web.Response:
 
 
 async def report(request: web.Request) -> web.Response:
+    """A trial's report goes with the others waiting for the writer (``pai.rest_server.reports``); one whose token
+    is no trial's, or whose body does not pass, goes through the facade (its token checked first: 401, 403)."""
+    creds, trial_id = credentials(request), _trial_id(request)
     body = await json_body(request, 'like {"step": 10, "metrics": {"loss": 0.25}}')
-    return web.json_response(await request.app[SERVICE](credentials(request), _report, _trial_id(request), body))
+    metrics = body.get("metrics")
+    if creds.basic_user is None and isinstance(metrics, dict):
+        try:
+            item = Incoming(tokens.token_digest(creds.token), trial_id, trial_reports.check_step(body.get("step")),
+                            trial_reports.check_values(metrics), time.time())
+        except InvalidParametersError:
+            item = None
+        outcome = None if item is None else await request.app[REPORTS].submit(item)
+        if isinstance(outcome, trial_reports.ReportAnswer):
+            return web.json_response({"stored": outcome.stored, "stop": outcome.stop})
+        if isinstance(outcome, trial_reports.OtherTrialToken):
+            raise ForbiddenUserError(f"this token is trial {outcome.args[0]}'s; it grants nothing of trial {trial_id}")
+        if isinstance(outcome, Exception) and not isinstance(outcome, trial_reports.NotATrialToken):
+            raise outcome
+    return web.json_response(await request.app[SERVICE](creds, _report, trial_id, body))
 
 
 async def metrics(request: web.Request) -> web.Response:

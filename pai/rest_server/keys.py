@@ -13,6 +13,7 @@ from pai.launcher.service import Launcher
 from pai.launcher.vcadmin import VcAdmin
 from pai.rest_server.channel import AgentChannels
 from pai.rest_server.config import MasterConfig
+from pai.rest_server.reports import ReportBatcher
 from pai.rest_server.service import Service
 from pai.rest_server.sockets import OpenSockets
 from pai.store.db import Database
@@ -43,4 +44,5 @@ ROLE = web.AppKey("role", Role)  # whether this master's launcher leads (pai.res
 WAKE: web.AppKey[Callable[[], None]] = web.AppKey("wake")
 PART = web.AppKey("part", Part)
 SERVICE = web.AppKey("service", Service)  # the one way a users' request reaches the store (pai.rest_server.service)
+REPORTS = web.AppKey("reports", ReportBatcher)  # trials' reports, batched (pai.rest_server.reports)
 SOCKETS = web.AppKey("sockets", OpenSockets)  # the users' open WebSockets (tunnels, proxied ones)

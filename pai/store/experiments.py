@@ -226,6 +226,19 @@ def unended_trials(s: Session) -> list[TrialJob]:
             for row, state, user, name in s.execute(query).all()]
 
 
+def trial_numbered(s: Session, experiment_id: int, number: int) -> Trial | None:
+    row = s.scalars(select(TrialRow).where(TrialRow.experiment_id == experiment_id, TrialRow.number == number)).first()
+    return None if row is None else _trial(row)
+
+
+def job_key_of(s: Session, trial: Trial) -> str | None:
+    """The trial's job as ``user~job``; None when it has none (any more)."""
+    if trial.job_id is None:
+        return None
+    row = s.execute(select(JobRow.user_name, JobRow.name).where(JobRow.id == trial.job_id)).first()
+    return None if row is None else f"{row.user_name}~{row.name}"
+
+
 def job_keys(s: Session, experiment_id: int) -> dict[int, str]:
     """The experiment's trials' jobs: trial id -> ``user~job``."""
     query = (select(TrialRow.id, JobRow.user_name, JobRow.name).join(JobRow, JobRow.id == TrialRow.job_id)

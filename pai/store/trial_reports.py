@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -95,6 +95,15 @@ _MOVE_POINTS = (update(_TRIALS).where(_TRIALS.c.id == bindparam("trial"),
                 .values(points=_TRIALS.c.points + bindparam("added")).returning(_TRIALS.c.stop_requested))
 
 
+_INSERTS_KEYED = {dialect: insert(_METRICS).on_conflict_do_nothing().returning(
+    _METRICS.c.trial_id, _METRICS.c.step, _METRICS.c.name) for dialect, insert in (
+    ("postgresql", postgresql.insert), ("sqlite", sqlite.insert))}
+_HOLDERS = select(_TRIALS.c.id, _TRIALS.c.token_hash, _TRIALS.c.points, _TRIALS.c.stop_requested).where(
+    _TRIALS.c.token_hash.in_(bindparam("digests", expanding=True)))
+_ADD_POINTS = (update(_TRIALS).where(_TRIALS.c.id == bindparam("trial"))
+               .values(points=_TRIALS.c.points + bindparam("added")))
+
+
 def report(s: Session, trial_id: int, step: object, values: Mapping[str, object], *,
            now: float | None = None, known: bool = False) -> ReportAnswer:
     """Store the trial's ``values`` at ``step`` (the first value of each name at a step stays); whether it should stop.
@@ -113,6 +122,85 @@ def report(s: Session, trial_id: int, step: object, values: Mapping[str, object]
             f"metrics: trial {trial_id} keeps at most {MAX_POINTS_PER_TRIAL} metric values (one per step and name) and "
             f"this report would store more; report less often (every n-th step) or fewer metrics", field="metrics")
     return ReportAnswer(stored, bool(moved.stop_requested))
+
+
+@dataclass(frozen=True, slots=True)
+class Incoming:
+    """A report as it came, checked (``check_step``, ``check_values``): the digest of the token it carries."""
+
+    digest: str
+    trial_id: int
+    step: int
+    values: Mapping[str, float]
+    at: float
+
+
+class NotATrialToken(Exception):
+    """The token is no trial's: the caller decides (a user's token, or none)."""
+
+
+class OtherTrialToken(Exception):
+    """The token is another trial's (its id in ``args[0]``)."""
+
+
+Outcome = ReportAnswer | NotATrialToken | OtherTrialToken | InvalidParametersError
+
+
+def report_many(s: Session, items: Sequence[Incoming]) -> list[Outcome]:
+    """Reports that arrived together, in one transaction: their trials found by their tokens in one query, their
+    values inserted in one statement, each trial's count moved once. Each gets what ``report`` would have answered
+    it, or the refusal of its token. A trial that the batch would take past ``MAX_POINTS_PER_TRIAL`` has its reports
+    handled one by one (``report``, each in a SAVEPOINT: the one that does not fit is refused whole)."""
+    digests = sorted({item.digest for item in items})
+    holders = {row.token_hash: row for row in s.execute(_HOLDERS, {"digests": digests})}
+    outcomes: list[Outcome | None] = [None] * len(items)
+    fast: dict[int, list[int]] = {}  # trial id -> the items of it in this batch
+    for i, item in enumerate(items):
+        holder = holders.get(item.digest)
+        if holder is None:
+            outcomes[i] = NotATrialToken()
+        elif holder.id != item.trial_id:
+            outcomes[i] = OtherTrialToken(holder.id)
+        else:
+            fast.setdefault(holder.id, []).append(i)
+    by_id = {row.id: row for row in holders.values()}
+    for trial, indices in list(fast.items()):
+        if by_id[trial].points + sum(len(items[i].values) for i in indices) > MAX_POINTS_PER_TRIAL:
+            del fast[trial]  # near its cap: one by one
+            for i in indices:
+                outcomes[i] = _one(s, items[i])
+    rows = [{"trial_id": items[i].trial_id, "step": items[i].step, "name": name, "value": value,
+             "reported_at": items[i].at}
+            for indices in fast.values() for i in indices for name, value in sorted(items[i].values.items())]
+    inserted: set[tuple[int, int, str]] = set()
+    if rows:
+        insert = _INSERTS_KEYED[s.get_bind().dialect.name]
+        inserted = {(int(r.trial_id), int(r.step), r.name) for r in s.execute(insert, rows)}
+    moves = []
+    for trial, indices in sorted(fast.items()):  # trials' rows taken in one order: API workers never deadlock
+        added = 0
+        for i in indices:
+            item, stored = items[i], 0
+            for name in item.values:
+                if (trial, item.step, name) in inserted:
+                    inserted.discard((trial, item.step, name))  # the first of two reports of a key stored it
+                    stored += 1
+            added += stored
+            outcomes[i] = ReportAnswer(stored, bool(by_id[trial].stop_requested))
+        moves.append({"trial": trial, "added": added})
+    if moves:
+        s.execute(_ADD_POINTS, moves)
+    done = [o for o in outcomes if o is not None]
+    assert len(done) == len(items)
+    return done
+
+
+def _one(s: Session, item: Incoming) -> Outcome:
+    try:
+        with s.begin_nested():
+            return report(s, item.trial_id, item.step, item.values, now=item.at, known=True)
+    except InvalidParametersError as e:
+        return e
 
 
 def series(s: Session, trial_id: int, name: str | None = None) -> dict[str, list[tuple[int, float]]]:

@@ -4,11 +4,14 @@ The node is an agent played by the test (its heartbeats), so that every exit is 
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 from typing import Any
 
 import yaml
 
+from pai.rest_server.keys import REPORTS, STORE
 from pai.store import users
 from tests.eventually import eventually
 from tests.rest_server.conftest import Api
@@ -221,3 +224,38 @@ async def test_stopping_an_experiment_stops_its_trials(api: Api) -> None:
     assert [(t["state"], t["stoppedBy"]) for t in got["trials"]] == [("STOPPED", "user")] * 2
     status, body = await api.call("PUT", "/api/v2/experiments/admin~lr/executionType", json_body={"value": "STOP"})
     assert status == 202 and "ended already" in body["message"]
+
+
+async def test_reports_that_wait_for_the_writer_are_stored_in_one_transaction(api: Api) -> None:
+    """While the writer thread is busy, reports gather; they are stored together, each answered as if alone."""
+    await create(api, experiment())
+    await trials_when(api, lambda ts: len(ts) == 2, "two trials")
+    await add_node(api, "n1")
+    commands = await starts(api, "n1", [])
+    token = {int(c["env"]["PAI_TRIAL_ID"]): c["env"]["PAI_TRIAL_TOKEN"] for c in commands}
+    (first, mine), (second, theirs) = sorted(token.items())
+    batcher = api.client.app[REPORTS]
+    busy, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        busy.set()
+        release.wait(20)
+
+    held = asyncio.create_task(api.client.app[STORE].call(hold))
+    assert await asyncio.to_thread(busy.wait, 10)
+    before = batcher.batches
+    calls = [api.call("POST", f"/api/v2/trials/{trial}/metrics", token=tok,
+                      json_body={"step": step, "metrics": {"loss": 1.0 / (step + 1)}})
+             for step in range(10) for trial, tok in ((first, mine), (second, theirs))]
+    calls.append(api.call("POST", f"/api/v2/trials/{first}/metrics", token=theirs,
+                          json_body={"step": 99, "metrics": {"loss": 0.0}}))
+    answers = [asyncio.create_task(c) for c in calls]
+    await eventually(lambda: len(batcher._waiting) >= 20, what="the reports waiting for the writer")
+    release.set()
+    await held
+    got = await asyncio.gather(*answers)
+    assert got[:20] == [(200, {"stored": 1, "stop": False})] * 20
+    assert got[20][0] == 403 and got[20][1]["code"] == "ForbiddenUserError"
+    assert batcher.batches - before <= 2  # what waited went together (the last may have come after)
+    status, series = await api.call("GET", f"/api/v2/trials/{first}/metrics?name=loss")
+    assert status == 200 and [step for step, _ in series["metrics"]["loss"]] == list(range(10))
