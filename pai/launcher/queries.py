@@ -16,6 +16,7 @@ from pai.domain.job import Job
 from pai.domain.states import JobState
 from pai.launcher.cluster import ClusterCache
 from pai.store import history, stats, tags
+from pai.store import experiments as store_experiments
 from pai.store import jobs as store_jobs
 from pai.store.db import Database
 from pai.store.records import JobEvent, TaskAttempt
@@ -53,6 +54,14 @@ class JobDetail:
     events: list[JobEvent]
     attempts: list[TaskAttempt]  # every task attempt, oldest first
     tags: list[str]
+    trial: TrialOf | None = None  # the job is a trial of this experiment
+
+
+@dataclass(frozen=True, slots=True)
+class TrialOf:
+    experiment: str  # user~name
+    number: int
+    trial_id: int
 
 
 def list_jobs(db: Database, filters: JobFilters) -> JobPage:
@@ -69,8 +78,13 @@ def job_detail(db: Database, key: str) -> JobDetail:
     """The job ``user~name`` with its tasks, events, task attempts and tags. Raises NoJobError."""
     with db.session() as s:
         job = store_jobs.get_job(s, key)
+        trial = store_experiments.trial_of_job(s, job.id)
+        of = None
+        if trial is not None:
+            experiment = store_experiments.get_experiment_by_id(s, trial.experiment_id)
+            of = TrialOf(experiment.key, trial.number, trial.id)
         return JobDetail(job, history.list_events(s, job.id), history.list_attempts(s, job.id),
-                         tags.tags_of(s, job.id))
+                         tags.tags_of(s, job.id), of)
 
 
 def job_config_text(db: Database, key: str) -> str:

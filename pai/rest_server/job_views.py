@@ -184,6 +184,9 @@ def attempt_detail(found: JobDetail, a: JobAttempt) -> dict[str, Any]:
         "jobStatus": status,
         "taskRoles": _roles(job, a),
         "events": [event_view(e) for e in found.events],
+        # a trial's job: its experiment (GET /api/v2/experiments/{experiment}) and trial number
+        "experiment": None if found.trial is None else {
+            "name": found.trial.experiment, "trialNumber": found.trial.number, "trialId": found.trial.trial_id},
     }
 
 

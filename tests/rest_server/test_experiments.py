@@ -76,9 +76,17 @@ async def test_an_experiment_runs_its_trials_as_jobs_with_their_hyperparameters(
     assert all(0.001 <= t["hparams"]["lr"] <= 1.0 for t in trials)
     status, job = await api.call("GET", "/api/v2/jobs/admin~lr-trial-0")
     assert status == 200 and job["jobStatus"]["virtualCluster"] == "default"
+    assert job["experiment"] == {"name": "admin~lr", "trialNumber": 0, "trialId": trials[0]["id"]}  # linked both ways
+    plain = {"protocolVersion": 2, "name": "plain", "type": "job", **experiment()["trial"]}
+    status, body = await api.call("POST", "/api/v2/jobs", body=yaml.safe_dump(plain), content_type=YAML)
+    assert status == 400 and "$hparams" in body["message"]  # a job that is no trial has no hyperparameters
+    plain["taskRoles"]["train"]["commands"] = ["python3 train.py"]
+    status, _ = await api.call("POST", "/api/v2/jobs", body=yaml.safe_dump(plain), content_type=YAML)
+    assert status == 202 and (await api.call("GET", "/api/v2/jobs/admin~plain"))[1]["experiment"] is None
     await add_node(api, "n1")
-    commands = await starts(api, "n1", [])
-    assert len(commands) == 2
+    everything = await starts(api, "n1", [])
+    commands = [c for c in everything if c["jobKey"] != "admin~plain"]
+    assert len(commands) == 2 and all("PAI_TRIAL_TOKEN" not in c["env"] for c in everything if c not in commands)
     by_trial = {int(c["env"]["PAI_TRIAL_ID"]): c for c in commands}
     for trial in trials:
         env = by_trial[trial["id"]]["env"]
@@ -86,7 +94,7 @@ async def test_an_experiment_runs_its_trials_as_jobs_with_their_hyperparameters(
         assert len(env["PAI_TRIAL_TOKEN"]) > 20
         assert by_trial[trial["id"]]["command"].endswith(f"--lr {trial['hparams']['lr']} --batch 64")
     assert by_trial[trials[0]["id"]]["env"]["PAI_TRIAL_TOKEN"] != by_trial[trials[1]["id"]]["env"]["PAI_TRIAL_TOKEN"]
-    running = [report_of(c) for c in commands]
+    running = [report_of(c) for c in everything]
     await heartbeat(api, "n1", running)
     await trials_when(api, lambda ts: all(t["state"] == "RUNNING" for t in ts), "both trials running")
     status, again = await create(api, experiment())
