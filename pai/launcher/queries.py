@@ -15,8 +15,8 @@ from pai.domain.errors import InvalidParametersError, NoVirtualClusterError
 from pai.domain.job import Job
 from pai.domain.states import JobState
 from pai.launcher.cluster import ClusterCache
-from pai.store import history, stats, tags
 from pai.store import experiments as store_experiments
+from pai.store import history, stats, tags
 from pai.store import jobs as store_jobs
 from pai.store.db import Database
 from pai.store.records import JobEvent, TaskAttempt
