@@ -55,7 +55,7 @@ def experiment_view(s: Session, row: store.Experiment, *, detail: bool) -> dict[
     """The experiment as the list (``detail`` False) or its page shows it."""
     searcher = dict(row.spec["searcher"])
     smaller = bool(searcher.get("smallerIsBetter", True))
-    summaries = trial_reports.summaries(s, row.id, searcher["metric"], smaller_is_better=smaller)
+    summaries = trial_reports.summaries(s, row.id)
     keys = store.job_keys(s, row.id)
     trials = [trial_view(t, keys.get(t.id), summaries.get(t.id)) for t in store.trials_of(s, row.id)]
     view: dict[str, Any] = {

@@ -352,6 +352,12 @@ class TrialRow(Base):
     stop_requested: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     points: Mapped[int] = mapped_column(default=0, server_default="0")
     created_at: Mapped[float]
+    # the searcher's metric as reported so far (pai.store.trial_reports): its value at the latest step, and its best
+    # value with the first step that reported it; kept by every report, so a view never aggregates the values
+    latest_step: Mapped[int | None] = mapped_column(BigInteger)
+    latest_value: Mapped[float | None]
+    best_step: Mapped[int | None] = mapped_column(BigInteger)
+    best_value: Mapped[float | None]
 
 
 class TrialMetricRow(Base):

@@ -21,14 +21,15 @@ import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, cast
 
-from sqlalchemy import Table, and_, bindparam, func, select, update
+from sqlalchemy import BigInteger, BindParameter, Double, Table, and_, bindparam, case, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from pai.domain.errors import InvalidParametersError, NoTrialError
-from pai.store.schema import TrialCheckpointRow, TrialMetricRow, TrialRow
+from pai.store.schema import ExperimentRow, TrialCheckpointRow, TrialMetricRow, TrialRow
 
 MAX_POINTS_PER_TRIAL = 50_000
 MAX_NAME_LENGTH = 255
@@ -90,18 +91,59 @@ _METRICS, _TRIALS = cast(Table, TrialMetricRow.__table__), cast(Table, TrialRow.
 # is not reliable on every driver.
 _INSERTS = {dialect: insert(_METRICS).on_conflict_do_nothing().returning(_METRICS.c.name)
             for dialect, insert in (("postgresql", postgresql.insert), ("sqlite", sqlite.insert))}
-_MOVE_POINTS = (update(_TRIALS).where(_TRIALS.c.id == bindparam("trial"),
-                                      _TRIALS.c.points + bindparam("added") <= bindparam("cap"))
-                .values(points=_TRIALS.c.points + bindparam("added")).returning(_TRIALS.c.stop_requested))
+
+
+@cache
+def _move(smaller: bool | None, *, guarded: bool) -> Any:
+    """The update of a trial's row after a report: its count of values (``guarded``: only within the cap, returning
+    whether the trial should stop), and, when the report stored a value of the searcher's metric (``smaller``: its
+    direction; None: none stored), its latest and best value. Conditions on the row as it was, as SQL's SET reads it:
+    two API workers' reports of one trial at once keep the later step and the better value, whatever their order."""
+    t = _TRIALS.c
+    values: dict[str, Any] = {"points": t.points + bindparam("added")}
+    if smaller is not None:
+        ls, bs = bindparam("ls", type_=BigInteger()), bindparam("bs", type_=BigInteger())
+        lv: BindParameter[float] = bindparam("lv", type_=Double())
+        bv: BindParameter[float] = bindparam("bv", type_=Double())
+        later = or_(t.latest_step.is_(None), t.latest_step < ls)
+        improves = (t.best_value > bv) if smaller else (t.best_value < bv)
+        better = or_(t.best_value.is_(None), improves, and_(t.best_value == bv, t.best_step > bs))
+        values |= {"latest_step": case((later, ls), else_=t.latest_step),
+                   "latest_value": case((later, lv), else_=t.latest_value),
+                   "best_step": case((better, bs), else_=t.best_step),
+                   "best_value": case((better, bv), else_=t.best_value)}
+    statement = update(_TRIALS).where(t.id == bindparam("trial")).values(**values)
+    if guarded:
+        statement = statement.where(t.points + bindparam("added") <= bindparam("cap")).returning(t.stop_requested)
+    return statement
+
+
+_SEARCHED = select(ExperimentRow.id, ExperimentRow.spec).where(ExperimentRow.id.in_(bindparam("ids", expanding=True)))
+_EXPERIMENT_OF = select(_TRIALS.c.experiment_id).where(_TRIALS.c.id == bindparam("trial"))
+
+
+def _searched(s: Session, experiment_ids: Iterable[int]) -> dict[int, tuple[str | None, bool]]:
+    """Each experiment's searcher metric and whether smaller is better (None: it names none)."""
+    found: dict[int, tuple[str | None, bool]] = {}
+    for row in s.execute(_SEARCHED, {"ids": sorted(set(experiment_ids))}):
+        searcher = (row.spec or {}).get("searcher") or {}
+        found[int(row.id)] = (searcher.get("metric"), bool(searcher.get("smallerIsBetter", True)))
+    return found
+
+
+def _summary(stored: Iterable[tuple[int, float]], smaller: bool) -> dict[str, Any]:
+    """The latest and the best of the (step, value) of the metric a report (or a batch of one trial's) stored."""
+    points = list(stored)
+    latest = max(points)
+    best = min(points, key=lambda p: ((p[1] if smaller else -p[1]), p[0]))
+    return {"ls": latest[0], "lv": latest[1], "bs": best[0], "bv": best[1]}
 
 
 _INSERTS_KEYED = {dialect: insert(_METRICS).on_conflict_do_nothing().returning(
     _METRICS.c.trial_id, _METRICS.c.step, _METRICS.c.name) for dialect, insert in (
     ("postgresql", postgresql.insert), ("sqlite", sqlite.insert))}
-_HOLDERS = select(_TRIALS.c.id, _TRIALS.c.token_hash, _TRIALS.c.points, _TRIALS.c.stop_requested).where(
-    _TRIALS.c.token_hash.in_(bindparam("digests", expanding=True)))
-_ADD_POINTS = (update(_TRIALS).where(_TRIALS.c.id == bindparam("trial"))
-               .values(points=_TRIALS.c.points + bindparam("added")))
+_HOLDERS = select(_TRIALS.c.id, _TRIALS.c.experiment_id, _TRIALS.c.token_hash, _TRIALS.c.points,
+                  _TRIALS.c.stop_requested).where(_TRIALS.c.token_hash.in_(bindparam("digests", expanding=True)))
 
 
 def report(s: Session, trial_id: int, step: object, values: Mapping[str, object], *,
@@ -113,10 +155,17 @@ def report(s: Session, trial_id: int, step: object, values: Mapping[str, object]
     at = time.time() if now is None else now
     rows = [{"trial_id": trial_id, "step": at_step, "name": name, "value": checked[name], "reported_at": at}
             for name in sorted(checked)]
-    if not known and s.get(TrialRow, trial_id) is None:
+    experiment = s.execute(_EXPERIMENT_OF, {"trial": trial_id}).scalar()
+    if experiment is None:
         raise NoTrialError(f"trial {trial_id} not found")
-    stored = len(s.execute(_INSERTS[s.get_bind().dialect.name], rows).all())
-    moved = s.execute(_MOVE_POINTS, {"trial": trial_id, "added": stored, "cap": MAX_POINTS_PER_TRIAL}).one_or_none()
+    metric, smaller = _searched(s, [experiment]).get(experiment, (None, True))
+    names = {r.name for r in s.execute(_INSERTS[s.get_bind().dialect.name], rows)}
+    params: dict[str, Any] = {"trial": trial_id, "added": len(names), "cap": MAX_POINTS_PER_TRIAL}
+    summarized = metric is not None and metric in names
+    if summarized:
+        params |= _summary([(at_step, checked[str(metric)])], smaller)
+    moved = s.execute(_move(smaller if summarized else None, guarded=True), params).one_or_none()
+    stored = len(names)
     if moved is None:
         raise InvalidParametersError(
             f"metrics: trial {trial_id} keeps at most {MAX_POINTS_PER_TRIAL} metric values (one per step and name) and "
@@ -176,20 +225,27 @@ def report_many(s: Session, items: Sequence[Incoming]) -> list[Outcome]:
     if rows:
         insert = _INSERTS_KEYED[s.get_bind().dialect.name]
         inserted = {(int(r.trial_id), int(r.step), r.name) for r in s.execute(insert, rows)}
-    moves = []
+    searched = _searched(s, {by_id[trial].experiment_id for trial in fast}) if fast else {}
+    moves: dict[bool | None, list[dict[str, Any]]] = {}
     for trial, indices in sorted(fast.items()):  # trials' rows taken in one order: API workers never deadlock
-        added = 0
+        metric, smaller = searched.get(by_id[trial].experiment_id, (None, True))
+        added, of_metric = 0, []
         for i in indices:
             item, stored = items[i], 0
             for name in item.values:
                 if (trial, item.step, name) in inserted:
                     inserted.discard((trial, item.step, name))  # the first of two reports of a key stored it
                     stored += 1
+                    if name == metric:
+                        of_metric.append((item.step, item.values[name]))
             added += stored
             outcomes[i] = ReportAnswer(stored, bool(by_id[trial].stop_requested))
-        moves.append({"trial": trial, "added": added})
-    if moves:
-        s.execute(_ADD_POINTS, moves)
+        params: dict[str, Any] = {"trial": trial, "added": added}
+        if of_metric:
+            params |= _summary(of_metric, smaller)
+        moves.setdefault(smaller if of_metric else None, []).append(params)
+    for direction, params_list in moves.items():
+        s.execute(_move(direction, guarded=False), params_list)
     done = [o for o in outcomes if o is not None]
     assert len(done) == len(items)
     return done
@@ -268,22 +324,14 @@ def reports_at(s: Session, experiment_id: int, name: str, steps: Iterable[int]) 
     return reports
 
 
-def summaries(s: Session, experiment_id: int, name: str, *, smaller_is_better: bool) -> dict[int, MetricSummary]:
-    """For each trial of the experiment that reported ``name``: its latest value and its best one."""
-    m = TrialMetricRow
-    of_experiment = and_(m.name == name, m.trial_id.in_(select(TrialRow.id).where(TrialRow.experiment_id
-                                                                                  == experiment_id)))
-    last = select(m.trial_id, func.max(m.step).label("step")).where(of_experiment).group_by(m.trial_id).subquery()
-    latest = {int(r.trial_id): (int(r.step), float(r.value)) for r in s.execute(
-        select(m.trial_id, m.step, m.value).join(last, and_(m.trial_id == last.c.trial_id, m.step == last.c.step))
-        .where(m.name == name))}
-    aggregate = func.min(m.value) if smaller_is_better else func.max(m.value)
-    top = select(m.trial_id, aggregate.label("value")).where(of_experiment).group_by(m.trial_id).subquery()
-    best = {int(r.trial_id): (int(r.step), float(r.value)) for r in s.execute(
-        select(m.trial_id, top.c.value, func.min(m.step).label("step"))
-        .join(top, and_(m.trial_id == top.c.trial_id, m.value == top.c.value))
-        .where(m.name == name).group_by(m.trial_id, top.c.value))}
-    return {trial: MetricSummary(*latest[trial], *best[trial]) for trial in latest if trial in best}
+def summaries(s: Session, experiment_id: int) -> dict[int, MetricSummary]:
+    """For each trial of the experiment that reported its searcher's metric: its latest value and its best one (kept
+    by the reports on the trial's row: no value is read)."""
+    t = _TRIALS.c
+    query = select(t.id, t.latest_step, t.latest_value, t.best_step, t.best_value).where(
+        t.experiment_id == experiment_id, t.latest_step.is_not(None))
+    return {int(r.id): MetricSummary(int(r.latest_step), float(r.latest_value), int(r.best_step), float(r.best_value))
+            for r in s.execute(query)}
 
 
 def add_checkpoint(s: Session, trial_id: int, step: object, path: str, metadata: dict[str, Any], *,

@@ -5,6 +5,7 @@ and best values, checkpoints."""
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -124,22 +125,31 @@ def test_reporters_of_different_steps_at_once_count_every_value(db: Database, tr
     assert sum(stored) == points(db, trial_id) == 4 + 8
 
 
-def test_latest_and_best_values_and_every_trials_curve(db: Database, experiment_id: int, trial_id: int) -> None:
+@pytest.mark.parametrize("smaller", [True, False], ids=["smaller is better", "larger is better"])
+def test_latest_and_best_values_and_every_trials_curve(db: Database, smaller: bool) -> None:
+    """Each trial's latest and best value of its searcher's metric are kept by its reports, in any order, repeated
+    ones adding nothing; one by one (``report``) or together (``report_many``)."""
+    spec = {"searcher": {"name": "random", "metric": "loss", "maxTrials": 3, "smallerIsBetter": smaller}}
     with db.session() as s:
-        other = experiments.add_trial(s, experiment_id, 1, {}, "digest-1", state="RUNNING").id
-        silent = experiments.add_trial(s, experiment_id, 2, {}, "digest-2", state="RUNNING").id
+        experiment_id = experiments.create_experiment(s, "bob", "lr", "default", spec, state="ACTIVE").id
+        trial_id, other, silent = (experiments.add_trial(s, experiment_id, n, {}, f"digest-{n}", state="RUNNING").id
+                                   for n in range(3))
         trial_reports.report(s, silent, 1, {"acc": 0.5})  # reports another metric only
-    for step, loss in [(1, 0.9), (2, 0.3), (3, 0.3), (4, 0.6)]:
-        report(db, trial_id, step, {"loss": loss})
-    report(db, other, 1, {"loss": 2.0})
+    for step, loss in [(3, 0.3), (1, 0.9), (4, 0.6), (2, 0.3), (2, 0.0)]:  # out of order; step 2 again: kept 0.3
+        report(db, trial_id, step, {"loss": loss, "acc": 1.0})
+    with db.unit() as s:
+        now = time.time()
+        trial_reports.report_many(s, [trial_reports.Incoming("digest-1", other, step, {"loss": loss}, now)
+                                      for step, loss in [(2, 2.5), (1, 2.0), (2, 9.0)]])
     with db.session() as s:
-        smaller = trial_reports.summaries(s, experiment_id, "loss", smaller_is_better=True)
-        larger = trial_reports.summaries(s, experiment_id, "loss", smaller_is_better=False)
-        assert smaller == {trial_id: MetricSummary(4, 0.6, 2, 0.3), other: MetricSummary(1, 2.0, 1, 2.0)}
-        assert larger[trial_id] == MetricSummary(4, 0.6, 1, 0.9)
+        got = trial_reports.summaries(s, experiment_id)
+        if smaller:
+            assert got == {trial_id: MetricSummary(4, 0.6, 2, 0.3), other: MetricSummary(2, 2.5, 1, 2.0)}
+        else:
+            assert got == {trial_id: MetricSummary(4, 0.6, 1, 0.9), other: MetricSummary(2, 2.5, 2, 2.5)}
         assert trial_reports.experiment_series(s, experiment_id, "loss") == {
-            trial_id: [(1, 0.9), (2, 0.3), (3, 0.3), (4, 0.6)], other: [(1, 2.0)]}
-        assert trial_reports.series(s, trial_id, "acc") == {}
+            trial_id: [(1, 0.9), (2, 0.3), (3, 0.3), (4, 0.6)], other: [(1, 2.0), (2, 2.5)]}
+        assert trial_reports.series(s, silent, "loss") == {}
 
 
 def test_checkpoints_latest_by_step_and_the_same_step_replaced(db: Database, trial_id: int) -> None:
