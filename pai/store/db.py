@@ -128,6 +128,9 @@ class Database:
         they take the same lock; SQLite has one writer anyway."""
         with self.engine.begin() as connection:
             if self.dialect == "postgresql":
+                # a migration's own work between statements (sealing every job, computing trials' summaries) may take
+                # longer than the launcher's sessions may sit idle in a transaction: not limited here
+                connection.exec_driver_sql("SET LOCAL idle_in_transaction_session_timeout = 0")
                 connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_PG_MIGRATION_LOCK})")
             yield connection
 

@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
+from pai.cli.experiments import is_experiment
 from pai.cli.submit import prepare_spec
 from pai.jobspec import ParsedJob, ProtocolVersion, load_schema, parse_job
+from pai.jobspec.experiment import parse_experiment
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -36,11 +38,19 @@ def test_hello_examples_describe_the_same_job() -> None:
 
 
 def test_every_example_has_its_own_job_name() -> None:
-    """The README submits the examples one after another to one cluster: a shared name would be a conflict."""
-    names = {path.name: _as_submitted(path).spec.name
-             for path in sorted(EXAMPLES.iterdir()) if path.suffix in (".json", ".yaml")}
-    assert len(names) >= 3
+    """The README submits the examples one after another to one cluster: a shared name would be a conflict (an
+    experiment's trials are jobs named after it)."""
+    names = {path.name: _name(path) for path in sorted(EXAMPLES.iterdir()) if path.suffix in (".json", ".yaml")}
+    assert len(names) >= 3 and "experiment.yaml" in names
     assert len(set(names.values())) == len(names), names
+
+
+def _name(path: Path) -> str:
+    """A job example's name as submitted, or an experiment's, checked as the master checks it."""
+    text = path.read_text()
+    if is_experiment(text):
+        return parse_experiment(text, "text/yaml").experiment.name
+    return _as_submitted(path).spec.name
 
 
 def _as_submitted(path: Path) -> ParsedJob:

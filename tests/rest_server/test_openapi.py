@@ -778,7 +778,8 @@ def _trials() -> Iterator[Case]:
         yield case(op, 403, url, "ForbiddenUserError", json_body=good, as_="trial1", setup=mine,
                    note="another trial's token")
         yield case(op, 403, url, "ForbiddenUserError", json_body=good, setup=mine, note="a user's token")
-        yield case(op, 404, f"/api/v2/trials/999999/{what}", "NoTrialError", json_body=good)
+        yield case(op, 403, f"/api/v2/trials/999999/{what}", "ForbiddenUserError", json_body=good,
+                   note="a user's token, whether or not the trial exists")
     for what, ready in (("metrics", "reported"), ("checkpoints", "checkpoint"), ("checkpoints/latest", "checkpoint")):
         op, url = f"GET {t}/{what}", f"/api/v2/trials/{{t0}}/{what}"
         yield case(op, 200, url, setup=(ready,))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -10,7 +11,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from psycopg.conninfo import conninfo_to_dict
 from sqlalchemy import inspect, text
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from pai.domain.node import Node
 from pai.domain.resources import Resources
@@ -155,3 +156,21 @@ def test_conninfo_gives_libpq_the_same_database_with_its_password_and_options(tm
             sqlite.conninfo()
     finally:
         sqlite.dispose()
+
+
+@pytest.mark.parametrize("kind", [pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True)
+def test_a_migration_may_sit_idle_longer_than_the_launchers_sessions(shared_db: Database) -> None:
+    """The launcher's sessions end when idle in a transaction past the step-down; a migration's own work between
+    statements (sealing every job, computing trials' summaries) must not: its transaction is not limited."""
+    db = Database(shared_db.engine.url.render_as_string(hide_password=False), idle_in_transaction_seconds=0.3)
+    try:
+        with db.maintenance() as connection:
+            connection.exec_driver_sql("SELECT 1")
+            time.sleep(0.8)
+            assert connection.exec_driver_sql("SELECT 1").scalar() == 1
+        with pytest.raises(DBAPIError, match="idle-in-transaction"), db.session() as s:  # the launcher's: limited
+            s.execute(text("SELECT 1"))
+            time.sleep(0.8)
+            s.execute(text("SELECT 1"))
+    finally:
+        db.dispose()
