@@ -88,12 +88,13 @@ class Searcher:
     @property
     def rungs(self) -> tuple[int, ...]:
         """Where on the time axis successive halving judges a trial (ASHA's rungs, and every Hyperband bracket's):
-        ``min_resource`` times a power of ``divisor``, up to ``max_time``. A report below the next rung of its trial
-        changes nothing: the searcher needs only each trial's first report at or past each rung."""
+        ``min_resource`` times a power of ``divisor``, below ``max_time`` (a trial that reaches it has ended: it is
+        not judged). A report below the next rung of its trial changes nothing: the searcher needs only each trial's
+        first report at or past each rung."""
         if not self.name.stops_early or self.max_time is None:
             return ()
         rungs, at = [], self.min_resource
-        while at <= self.max_time:
+        while at < self.max_time:
             rungs.append(at)
             at *= self.divisor
         return tuple(rungs)

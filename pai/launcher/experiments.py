@@ -167,8 +167,8 @@ class ExperimentRunner:
 
     def _stop_trial(self, s: Session, row: store.Experiment, number: int, by: StoppedBy) -> None:
         trial = store.trial_numbered(s, row.id, number)
-        if trial is None or trial.state not in store.UNENDED:
-            return
+        if trial is None or trial.state not in store.UNENDED or store.job_ended(s, trial):
+            return  # it ended meanwhile (its job did, before the trials followed it): what it did stands
         store.request_trial_stop(s, trial.id, by.value)
         key = store.job_key_of(s, trial)
         if key is not None:

@@ -19,6 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from pai.domain.errors import ConflictExperimentError, NoExperimentError, NoTrialError
+from pai.domain.states import JobState
 from pai.store import jobs
 from pai.store.schema import ExperimentRow, JobRow, TrialRow
 
@@ -229,6 +230,14 @@ def unended_trials(s: Session) -> list[TrialJob]:
 def trial_numbered(s: Session, experiment_id: int, number: int) -> Trial | None:
     row = s.scalars(select(TrialRow).where(TrialRow.experiment_id == experiment_id, TrialRow.number == number)).first()
     return None if row is None else _trial(row)
+
+
+def job_ended(s: Session, trial: Trial) -> bool:
+    """Whether the trial's job has ended (or is gone)."""
+    if trial.job_id is None:
+        return True
+    state = s.execute(select(JobRow.state).where(JobRow.id == trial.job_id)).scalar()
+    return state is None or JobState(state).is_terminal()
 
 
 def job_key_of(s: Session, trial: Trial) -> str | None:

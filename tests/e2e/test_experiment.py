@@ -4,7 +4,6 @@ example's optimum is. And a master SIGKILLed mid-experiment loses no trial, no m
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +27,21 @@ def ended(c: Cluster, timeout: float = 240.0) -> dict[str, Any]:
     return dict(wait_for("the experiment to end", probe, timeout, 0.5))
 
 
-def optimal_lr(c: Cluster, trial: dict[str, Any]) -> float:
-    status, series = c.raw("GET", f"/api/v2/trials/{trial['id']}/metrics?name=optimal_lr")
+def at_step_0(c: Cluster, trial: dict[str, Any], name: str) -> float:
+    """What the trial reported of ``name`` (the example's facts of its data) at step 0."""
+    status, series = c.raw("GET", f"/api/v2/trials/{trial['id']}/metrics?name={name}")
     assert status == 200, series
-    [[step, value]] = series["metrics"]["optimal_lr"]
+    [[step, value]] = series["metrics"][name]
     assert step == 0
     return float(value)
+
+
+def contraction(lr: float, optimal: float, largest: float) -> float:
+    """How much gradient descent at ``lr`` shrinks the error per step on the example's data: max |1 - lr * eigenvalue|
+    of the data's covariance, whose eigenvalues follow from the optimal lr 2 / (l1 + l2) and the largest 2 / l1."""
+    l1 = 2 / largest
+    l2 = 2 / optimal - l1
+    return max(abs(1 - lr * l1), abs(1 - lr * l2))
 
 
 def test_the_example_runs_to_the_end_and_its_best_trial_is_at_the_optimum(tmp_path: Path) -> None:
@@ -46,14 +54,16 @@ def test_the_example_runs_to_the_end_and_its_best_trial_is_at_the_optimum(tmp_pa
         assert {t["state"] for t in trials} <= {"COMPLETED", "STOPPED"}, [(t["number"], t["state"]) for t in trials]
         stopped = [t for t in trials if t["state"] == "STOPPED"]
         assert stopped and all(t["stoppedBy"] == "searcher" for t in stopped)  # ASHA stopped the poor ones early
-        assert all(t["latest"]["step"] < 32 for t in stopped)
+        assert sum(t["latest"]["step"] < 32 for t in stopped) > len(stopped) / 2  # most well before their end
         assert all(t["latest"]["step"] == 32 for t in trials if t["state"] == "COMPLETED")
         best = done["bestTrial"]
-        optimum = optimal_lr(c, best)
-        assert 4.0 < optimum < 5.0  # 2 / (the largest + the smallest eigenvalue) of the example's data
-        # the best trial descends fastest: its learning rate is near the optimum (16 random draws come within a factor
-        # of 1.6 of it, on both sides of which gradient descent is slower)
-        assert abs(math.log(best["hparams"]["lr"] / optimum)) < math.log(1.6), (best, optimum)
+        optimum, largest = at_step_0(c, best, "optimal_lr"), at_step_0(c, best, "max_lr")
+        assert 4.0 < optimum < 5.0 < largest < 6.0  # 2 / (l1 + l2) and 2 / l1 of the example's data
+        # the best trial is where the optimum is: of the trials that ran to the end, its learning rate descends fastest
+        # (the nearest to the optimum, in what matters: the contraction per step)
+        rate = {t["number"]: contraction(t["hparams"]["lr"], optimum, largest) for t in trials
+                if t["state"] == "COMPLETED"}
+        assert min(rate, key=lambda n: rate[n]) == best["number"] and rate[best["number"]] < 0.8, (rate, best)
         assert best["state"] == "COMPLETED" and best["metric"]["value"] < 1e-6
         job = c.job(best["jobName"])
         assert job["jobStatus"]["state"] == "SUCCEEDED"
