@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from pai.rest_server.app import make_app
 from pai.rest_server.config import MasterConfig
-from pai.rest_server.keys import DB, STORE
+from pai.rest_server.keys import DB, STORE, VCADMIN
 from pai.store import credentials
 from tests.dbkit import BACKENDS, database_url
 
@@ -56,6 +56,11 @@ class Api:
                 return fn(s)
 
         return await self.client.app[STORE].call(run)
+
+    async def apply_config(self, doc: dict[str, Any]) -> None:
+        """The cluster configuration ``doc`` applied on the app's writer thread (see ``write``)."""
+        vcadmin = self.client.app[VCADMIN]
+        await self.client.app[STORE].call(lambda: vcadmin.apply_file(doc))
 
     def headers(self, extra: dict[str, str] | None = None, token: str | None = None) -> dict[str, str]:
         h = dict(extra or {})

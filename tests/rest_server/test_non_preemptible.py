@@ -7,7 +7,6 @@ from typing import Any
 
 import yaml
 
-from pai.rest_server.keys import VCADMIN
 from tests.rest_server.conftest import Api
 from tests.rest_server.test_users import create, jobs_of
 
@@ -36,7 +35,7 @@ async def submit(api: Api, token: str, name: str, *, preemptible: bool = False, 
 
 async def test_a_v2_job_with_extras_preemptible_false_is_accepted_for_a_permitted_user_and_refused_otherwise(
         api: Api) -> None:
-    api.client.app[VCADMIN].apply_file({"nonPreemptible": {"users": ["alice"], "priorityClasses": ["prod"]}})
+    await api.apply_config({"nonPreemptible": {"users": ["alice"], "priorityClasses": ["prod"]}})
     alice, bob = await create(api, "alice"), await create(api, "bob")
 
     status, body = await submit(api, alice, "svc")

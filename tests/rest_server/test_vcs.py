@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from pai.rest_server.keys import VCADMIN
 from pai.store import users
 from tests.rest_server.conftest import AGENT_TOKEN, Api
 
@@ -187,10 +186,10 @@ async def test_openpai_capacity_change_keeps_the_rest_of_the_definition(api: Api
 
 
 async def test_config_stays_readable_after_its_priority_class_is_gone(api: Api) -> None:
-    api.client.app[VCADMIN].apply_file({"priorityClasses": {"crit": 200}})
+    await api.apply_config({"priorityClasses": {"crit": 200}})
     status, _ = await api.call("POST", "/api/v2/jobs", body=job("c", priority="crit"), content_type="application/json")
     assert status == 202
-    api.client.app[VCADMIN].apply_file({"priorityClasses": {}})
+    await api.apply_config({"priorityClasses": {}})
     status, config = await api.call("GET", "/api/v2/jobs/admin~c/config")
     assert status == 200 and config["extras"]["hivedScheduler"]["jobPriorityClass"] == "crit"
 
