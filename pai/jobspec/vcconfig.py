@@ -60,6 +60,13 @@ def validate_vc(doc: Any) -> dict[str, Any]:
     return doc
 
 
+def validate_storage(doc: Any) -> dict[str, Any]:
+    """One entry of ``storages`` (the body of ``PUT /api/v2/storages/{name}``)."""
+    _check(doc, "storage", "")
+    assert isinstance(doc, dict)
+    return doc
+
+
 def load_cluster_config(text: str, source: str) -> dict[str, Any]:
     try:
         doc = yaml.safe_load(text)

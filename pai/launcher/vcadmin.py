@@ -9,9 +9,9 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from pai.domain.errors import ConflictVirtualClusterError, InvalidParametersError
+from pai.domain.errors import ConflictVirtualClusterError, InvalidParametersError, NoStorageError
 from pai.domain.resources import ZERO, Resources
-from pai.launcher import cluster
+from pai.launcher import cluster, storages
 from pai.launcher.accounts import Accounts
 from pai.launcher.usage import usage_by_vc
 from pai.store import generations, vcs, wakeups
@@ -115,6 +115,24 @@ class VcAdmin:
                 )
             vcs.delete_vc(s, name)
             cluster.forget_vc_groups(s, name)
+
+    def put_storage(self, spec: dict[str, Any]) -> bool:
+        """Create or replace one storage (a validated entry of the configuration's ``storages``); True if new."""
+        with self._writing() as s:
+            section: list[dict[str, Any]] = vcs.get_setting(s, storages.SECTION) or []
+            new = all(d["name"] != spec["name"] for d in section)
+            section = [spec if d["name"] == spec["name"] else d for d in section] + ([spec] if new else [])
+            storages.parse(section)
+            vcs.put_setting(s, storages.SECTION, section)
+            return new
+
+    def delete_storage(self, name: str) -> None:
+        """Remove one storage; jobs that mount it keep the host path they were accepted with."""
+        with self._writing() as s:
+            section: list[dict[str, Any]] = vcs.get_setting(s, storages.SECTION) or []
+            if all(d["name"] != name for d in section):
+                raise NoStorageError(f"storage {name} not found")
+            vcs.put_setting(s, storages.SECTION, [d for d in section if d["name"] != name])
 
     def apply_file(self, doc: dict[str, Any]) -> None:
         with self._writing() as s:

@@ -128,6 +128,8 @@ _users: list[web.RouteDef] = [
     web.get("/api/v2/virtual-clusters/{vc}/sku-types", h.sku_types),
     web.get("/api/v2/storages", storages.list_storages),
     web.get("/api/v2/storages/{name}", storages.get_storage),
+    web.put("/api/v2/storages/{name}", storages.put_storage),  # admins
+    web.delete("/api/v2/storages/{name}", storages.delete_storage),
     web.put("/api/v2/nodes/{node}/state", h.set_node_state),
     web.get("/api/v1/virtual-clusters", vcs.list_vcs),
     web.get("/api/v2/virtual-clusters", vcs.list_vcs),

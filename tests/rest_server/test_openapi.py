@@ -677,6 +677,15 @@ def _cluster() -> Iterator[Case]:
     yield case("GET /api/v2/storages", 200, setup=("storage",))
     yield case("GET /api/v2/storages/{name}", 200, "/api/v2/storages/data", setup=("storage",))
     yield case("GET /api/v2/storages/{name}", 404, "/api/v2/storages/nope", "NoStorageError")
+    one = "/api/v2/storages/{name}"
+    yield case(f"PUT {one}", 201, "/api/v2/storages/data",
+               json_body={"name": "data", "path": "/nfs/data2", "readOnly": True})
+    yield case(f"PUT {one}", 400, "/api/v2/storages/data", "InvalidParametersError", json_body={"path": "nfs"})
+    yield case(f"PUT {one}", 403, "/api/v2/storages/data", "ForbiddenUserError", as_="bob",
+               json_body={"path": "/nfs/data"})
+    yield case(f"DELETE {one}", 200, "/api/v2/storages/data", setup=("storage",))
+    yield case(f"DELETE {one}", 403, "/api/v2/storages/data", "ForbiddenUserError", as_="bob", setup=("storage",))
+    yield case(f"DELETE {one}", 404, "/api/v2/storages/nope", "NoStorageError")
 
 
 def _vcs() -> Iterator[Case]:
