@@ -14,6 +14,7 @@ const PAGES = [
   [/^experiments$/, "experiments"],
   [/^experiments\/(.+)$/, "experiment"],
   [/^login$/, "login"],
+  [/^admin(?:\/(users|groups|vcs|storages|tokens))?$/, "admin"], // admins only (admin.js)
 ];
 const DEFAULT_INTERVAL = 3000;
 

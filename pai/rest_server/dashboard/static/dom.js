@@ -107,3 +107,43 @@ export const experimentLink = (key, text = key) =>
 
 /** Replace what an element shows. */
 export const show = (el, ...children) => el.replaceChildren(...flat(children));
+
+/** An error as the admin reads it next to a form: the API's `code: message`, or why the master did not answer. */
+export const errorText = (e) => (e && e.status ? `${e.code || e.status}: ${e.message}`
+  : `The master did not answer (${(e && e.message) || e}).`);
+
+/** A form whose submit runs `act()` (async) with its button disabled; the API's error is shown under it, and what
+ *  `act` returns (a text) as its outcome. */
+export function form(cls, fields, label, act) {
+  const note = h("p.form-note", { role: "status" });
+  const button = h("button.primary", { type: "submit" }, label);
+  const el = h(`form.admin-form.${cls}`, { onsubmit: async (e) => {
+    e.preventDefault();
+    button.disabled = true;
+    show(note);
+    note.className = "form-note";
+    try {
+      show(note, (await act()) || "");
+      note.classList.add("ok");
+    } catch (err) {
+      show(note, errorText(err));
+      note.classList.add("error");
+    } finally {
+      button.disabled = false;
+    }
+  } }, fields, h("div.form-actions", {}, button), note);
+  return el;
+}
+
+/** A labelled field. */
+export const field = (label, input) => h("label.field", {}, h("span", {}, label), input);
+
+/** Checkboxes, one per option, named `name`; `chosen(box)` reads the ticked ones back. */
+export const choices = (name, options, ticked = []) => (options.length
+  ? options.map((o) => h("label.check", {}, h("input", { type: "checkbox", name, value: o, checked: ticked.includes(o) }), o))
+  : h("span.muted", {}, "none"));
+
+export const chosen = (box) => [...box.querySelectorAll("input[type=checkbox]:checked")].map((i) => i.value);
+
+/** Comma-separated words of a text input. */
+export const words = (input) => input.value.split(",").map((x) => x.trim()).filter(Boolean);
