@@ -50,6 +50,7 @@ export function mount(root, ctx) {
       "Create group", async () => {
         const groupname = name.value.trim();
         await post("/api/v2/groups", { json: { groupname, ...grants.read() } });
+        name.value = "";
         await refresh();
         return `Created ${groupname}.`;
       })));
