@@ -134,6 +134,7 @@ JSON_ENDPOINTS = [
     ("PUT", "/api/v2/virtual-clusters/fuzz", "user", ["guaranteed", "max", "lendingLimit", "userLimits", "name"]),
     ("PUT", "/api/v2/virtual-clusters/fuzz/status", "user", ["vcStatus"]),
     ("PUT", "/api/v2/nodes/nope/state", "user", ["value"]),
+    ("PUT", "/api/v2/storages/fuzz", "user", ["name", "path", "readOnly", "groups", "default"]),
     ("POST", "/api/internal/agents/nope/heartbeat", "agent", ["node", "containers", "resources"]),
 ]
 
@@ -153,7 +154,7 @@ SEGMENTS = st.one_of(st.text(max_size=30).map(lambda s: quote(s.encode("utf-8", 
 URL_TEMPLATES = ["/api/v2/jobs/{}~{}", "/api/v2/jobs/{}~{}/config", "/api/v2/jobs/{}~{}/attempts",
                  "/api/v2/jobs/{}~{}/tasks/{}/{}/logs/stdout", "/api/v2/virtual-clusters/{}", "/api/v1/user/{}/jobs",
                  "/api/v2/jobs?username={}&vc={}&keyword={}&state={}", "/api/v2/jobs?offset={}&limit={}&order={}",
-                 "/{}/{}", "/api/v2/nodes/{}/state"]
+                 "/{}/{}", "/api/v2/nodes/{}/state", "/api/v2/storages/{}"]
 
 
 @st.composite
