@@ -2,9 +2,9 @@
 
 An admin creates a VC and its share from the dashboard (an invalid share shows the API's own error, and changes
 nothing), creates a user granted that VC, and that user then runs a job in it (submitted with the user's token);
-the user sees no admin link, and an admin page refuses them. The admin also makes and unmakes an admin, creates,
-edits and deletes storages and groups (their grants), and creates an application token. Screenshots under
-``$PAI_TEST_ARTIFACTS/dashboard``; no page may throw a JavaScript error.
+the user sees no admin link, and an admin page refuses them. The admin also makes and unmakes an admin, sets a
+user's VCs and password, creates, edits and deletes storages and groups (their grants), and creates an application
+token. Screenshots under ``$PAI_TEST_ARTIFACTS/dashboard``; no page may throw a JavaScript error.
 """
 
 from __future__ import annotations
@@ -109,6 +109,16 @@ def test_an_admin_manages_admins_storages_groups_and_tokens(admin_dash: Cluster,
     dave.locator("button[data-action=admin]").click()
     expect(dave.locator(".tag")).to_have_count(0)
     assert admin_dash.api.user("dave")["admin"] is False
+    dave.locator("button[data-action=edit]").click()
+    editor = page.locator("section.user-editor[data-user=dave]")
+    editor.locator("form.user-vcs input[value=team]").check()
+    editor.locator("form.user-vcs button[type=submit]").click()
+    expect(editor.locator("form.user-vcs .form-note.ok")).to_have_text("The VCs of dave saved.")
+    expect(dave).to_contain_text("default, team")
+    editor.locator("form.user-password input[name=newPassword]").fill("dave-new-password")
+    editor.locator("form.user-password button[type=submit]").click()
+    expect(editor.locator("form.user-password .form-note.ok")).to_have_text("The password of dave saved.")
+    assert MasterApi(HttpClient(admin_dash.url, timeout=10)).login("dave", "dave-new-password")["user"] == "dave"
 
     page.click("a.tab[data-tab=storages]")
     page.check("form.storage input[name=readOnly]")
