@@ -1,4 +1,5 @@
-"""Virtual-cluster administration and reports: one transaction each, on the store thread."""
+"""Administering the cluster configuration (VCs, storages) and VC reports: one transaction each, on the store
+thread."""
 
 from __future__ import annotations
 
