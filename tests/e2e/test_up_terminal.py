@@ -130,8 +130,9 @@ async def test_pai_up_exits_3_with_the_logs_tail_when_its_master_or_agent_dies(u
 @pytest.mark.parametrize(("command", "extra", "code", "said"), [
     pytest.param("exit 3", [], 1, "admin~job: FAILED", id="failed"),
     pytest.param("sleep 600", ["--timeout", "1"], 124, "error: job admin~job is still ", id="timed-out"),
+    pytest.param("true", ["-v"], 0, " INFO pai.launcher agent registered node=local", id="verbose-succeeded"),
 ])
-def test_pai_up_run_exits_1_for_a_failed_job_and_124_when_it_times_out(
+def test_pai_up_run_exits_0_succeeded_1_failed_124_timed_out_and_shows_the_log_with_v(
         tmp_path: Path, command: str, extra: list[str], code: int, said: str) -> None:
     (tmp_path / "job.json").write_text(_job("job", command))
     r = subprocess.run([sys.executable, "-m", "pai", "up", "--run", str(tmp_path / "job.json"), "--runtime", "process",
@@ -139,5 +140,14 @@ def test_pai_up_run_exits_1_for_a_failed_job_and_124_when_it_times_out(
                        capture_output=True, text=True, timeout=120, env=_env(tmp_path), cwd=tmp_path)
     assert r.returncode == code, r.stdout + r.stderr
     assert said in r.stdout + r.stderr
-    assert " INFO " not in r.stdout + r.stderr
+    assert (" INFO " in r.stderr) == ("-v" in extra) and " INFO " not in r.stdout
     assert processes_with(str(tmp_path / "data")) == []
+
+
+def test_pai_up_help_lists_its_exit_codes(tmp_path: Path) -> None:
+    r = subprocess.run([sys.executable, "-m", "pai", "up", "--help"], capture_output=True, text=True, timeout=60,
+                       env=_env(tmp_path))
+    lines = [line.strip() for line in r.stdout.splitlines()]
+    for code in ("0    stopped with Ctrl-C", "1    with --run: the job ended otherwise",
+                 "3    the master or the agent died", "124  with --run: --timeout ran out"):
+        assert any(line.startswith(code) for line in lines), r.stdout
