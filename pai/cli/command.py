@@ -18,20 +18,21 @@ from pai.cli.jobview import first_role
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def fail(message: str) -> NoReturn:
-    """Report ``error: <message>`` on stderr and exit 1."""
+def fail(message: str, exit_code: int = 1) -> NoReturn:
+    """Report ``error: <message>`` on stderr and exit 1 (or ``exit_code``)."""
     click.echo(f"error: {message}", err=True)
-    raise click.exceptions.Exit(1)
+    raise click.exceptions.Exit(exit_code)
 
 
 class ClientCommand(click.Command):
-    """A command whose failures print one line on stderr: exit 1 for API errors, 2 for usage (click's)."""
+    """A command whose failures print one line on stderr: exit 1 for API errors (or the error's own exit_code,
+    e.g. 124 for a wait that timed out), 2 for usage (click's)."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except CliError as exc:
-            fail(exc.render())
+            fail(exc.render(), exc.exit_code)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort, BrokenPipeError):
             raise
         except Exception as exc:

@@ -1,10 +1,19 @@
-"""Errors the CLI reports as one line on stderr (``error: ...``) with exit code 1."""
+"""Errors the CLI reports as one line on stderr (``error: ...``), with exit code 1 unless the error says otherwise.
+
+The exit codes of the commands that wait for a job (``pai submit --wait``, ``pai up --run``): 0 the job
+SUCCEEDED; 1 it ended otherwise (FAILED, STOPPED), or an error; 124 the wait timed out (the job runs on), as
+``timeout(1)``. ``pai up`` exits 3 when its master or its agent dies.
+"""
 
 from __future__ import annotations
+
+EXIT_WAIT_TIMEOUT = 124
 
 
 class CliError(Exception):
     """Base of every error a client command reports without a traceback."""
+
+    exit_code = 1
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -65,10 +74,12 @@ class JobNameError(CliError):
 
 
 class WaitTimeoutError(CliError):
-    """``submit --wait`` gave up before the job reached a terminal state."""
+    """``submit --wait`` (or ``up --run``) gave up before the job (or experiment) reached a terminal state."""
 
-    def __init__(self, job: str, timeout: float, state: str) -> None:
-        super().__init__(f"job {job} is still {state} after {timeout:g}s")
+    exit_code = EXIT_WAIT_TIMEOUT
+
+    def __init__(self, job: str, timeout: float, state: str, kind: str = "job") -> None:
+        super().__init__(f"{kind} {job} is still {state} after {timeout:g}s")
         self.job = job
         self.timeout = timeout
         self.state = state

@@ -122,8 +122,9 @@ def _terminal(state: str) -> bool:
 
 @client_command("submit")
 @click.argument("file", type=click.File("r", encoding="utf-8"))
-@click.option("--wait", is_flag=True, help="Wait until the job ends; exit 0 only if it SUCCEEDED.")
-@click.option("--timeout", type=click.FloatRange(min=0), metavar="SECONDS", help="Give up waiting after this long.")
+@click.option("--wait", is_flag=True, help="Wait until the job ends: exit 0 if it SUCCEEDED, 1 if it ended otherwise.")
+@click.option("--timeout", type=click.FloatRange(min=0), metavar="SECONDS",
+              help="Give up waiting after this long: exit 124 (the job runs on).")
 @click.option("--interval", type=click.FloatRange(min=0.01), default=2.0, show_default=True, metavar="SECONDS",
               help="Time between two polls while waiting.")
 @master_option

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import IO
 
 from pai.nodeagent.logfmt import KeyValueFormatter
 
 
-def setup_logging(process: str) -> None:
-    handler = logging.StreamHandler()
+def setup_logging(process: str, stream: IO[str] | None = None) -> None:
+    """Log lines to ``stream`` (stderr unless given) at PAI_LOG_LEVEL, INFO by default."""
+    handler = logging.StreamHandler(stream)
     handler.setFormatter(KeyValueFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]

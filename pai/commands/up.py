@@ -4,19 +4,20 @@ Ctrl-C (or the end of ``--run``) stops the agent, which kills its tasks, then th
 left behind. A job's codeDir may be a local path under the current directory, the ``--run`` file's directory and
 each ``--local-path`` (the cluster configuration's ``localPaths``, written to ``<data-dir>/up-cluster.json``).
 ``--run`` takes a job or an experiment (``type: experiment``: created, followed until it ends, its trials printed).
+The terminal gets the URL, the admin's password, the runtime and the log file (pai.commands.upprocs: the master's
+and the agent's lines go there; ``-v`` shows them too); ``pai up`` exits 3 when its master or agent dies.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import secrets
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,16 +28,15 @@ from pai.cli.api import MasterApi
 from pai.cli.command import ClientCommand
 from pai.cli.config import CliConfig, config_path, save_config
 from pai.cli.errors import CliError
-from pai.cli.experiments import content_type, is_experiment
-from pai.cli.experimentview import render_experiment
 from pai.cli.http import HttpClient
-from pai.cli.submit import prepare_spec, wait_for_job
 from pai.commands.logs import setup_logging
+from pai.commands.upprocs import LOG_NAME, Children, LogEcho
+from pai.commands.uprun import run_and_follow
 from pai.nodeagent.docker_runtime import engine_answers
 from pai.store.db import default_data_dir
 from pai.store.private import private_dir, restrict, write_private
 
-EXPERIMENT_TIMEOUT = 1800.0  # seconds --run follows an experiment before it gives up (and stops everything)
+log = logging.getLogger("pai.up")
 
 
 def _free_port(host: str) -> int:
@@ -67,21 +67,18 @@ def _require_free_port(host: str, port: int) -> None:
     raise click.ClickException(f"port {port} on {host} is in use by another program; choose another: pai up --port N")
 
 
-def _choose_runtime(asked: str) -> str:
-    """The agent's runtime, said in one line: docker where an engine answers (unless asked otherwise)."""
+def _choose_runtime(asked: str) -> tuple[str, str]:
+    """The agent's runtime and why, in words: docker where an engine answers (unless asked otherwise)."""
     if asked == "process":
-        click.echo("runtime: process (asked for): tasks run as processes on this machine; images are not used")
-        return asked
+        return asked, "process (asked for): tasks run as processes on this machine; images are not used"
     why_not = engine_answers()
     where = os.environ.get("DOCKER_HOST") or "the default socket"
     if why_not is None:
-        click.echo(f"runtime: docker: a Docker Engine answers at {where}; tasks run in their images")
-        return "docker"
+        return "docker", f"docker: a Docker Engine answers at {where}; tasks run in their images"
     if asked == "docker":
         raise click.ClickException(f"--runtime docker: no Docker Engine answers at {where}: {why_not}")
-    click.echo(f"runtime: process: no Docker Engine answers at {where}, so tasks run as processes on this "
-               "machine and their images are not used")
-    return "process"
+    return "process", (f"process: no Docker Engine answers at {where}, so tasks run as processes on this machine "
+                       "and their images are not used")
 
 
 def _credentials(data_dir: Path) -> tuple[str, str]:
@@ -99,19 +96,16 @@ def _credentials(data_dir: Path) -> tuple[str, str]:
     return os.environ.get("PAI_ADMIN_PASSWORD", password), os.environ.get("PAI_AGENT_TOKEN", token)
 
 
-def _wait_until(what: str, probe: Callable[[], object], timeout: float, procs: list[subprocess.Popen[bytes]]) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for p in procs:
-            if p.poll() is not None:
-                raise click.ClickException(f"{what}: a process exited early ({p.returncode}); see its log above")
+def _wait_until(what: str, probe: Callable[[], object], timeout: float, children: Children) -> None:
+    """Until ``probe`` answers something true; a child that exits meanwhile ends the wait (ClusterDiedError)."""
+    for _ in range(int(timeout / 0.2)):
         try:
             if probe():
                 return
         except CliError:
             pass
-        time.sleep(0.2)
-    raise click.ClickException(f"{what}: not ready after {timeout:.0f}s")
+        children.sleep(0.2)
+    raise click.ClickException(f"{what}: not ready after {timeout:.0f}s; see {children.log}")
 
 
 def _cluster_config(data_dir: Path, local_paths: Sequence[Path]) -> Path:
@@ -124,77 +118,49 @@ def _cluster_config(data_dir: Path, local_paths: Sequence[Path]) -> Path:
 
 @contextmanager
 def _cluster(host: str, port: int, data_dir: Path, agent_flags: list[str],
-             local_paths: Sequence[Path] = ()) -> Iterator[tuple[str, str]]:
-    _require_free_port(host, port)
+             local_paths: Sequence[Path] = ()) -> Iterator[tuple[str, str, Children]]:
     password, token = _credentials(data_dir)
     config = _cluster_config(data_dir, local_paths)
     env = {**os.environ, "PAI_ADMIN_PASSWORD": password, "PAI_AGENT_TOKEN": token}
     url = f"http://{host}:{port}"
     py = [sys.executable, "-m", "pai"]
-    procs: list[subprocess.Popen[bytes]] = []
+    children = Children(data_dir / LOG_NAME)
     try:
-        procs.append(subprocess.Popen([*py, "master", "--host", host, "--port", str(port),
-                                       "--data-dir", str(data_dir), "--vc-config", str(config)], env=env))
+        children.start("master", [*py, "master", "--host", host, "--port", str(port), "--data-dir", str(data_dir),
+                                  "--vc-config", str(config)], env)
         api = MasterApi(HttpClient(url, timeout=5))
-        _wait_until("master", lambda: api.http.json("GET", "/healthz"), 30, procs)
+        _wait_until("master", lambda: api.http.json("GET", "/healthz"), 30, children)
         login = api.login("admin", password)
         api.http.token = login["token"]
-        procs.append(subprocess.Popen([*py, "agent", "--master", url, "--name", "local", "--address", host,
-                                       "--work-dir", str(data_dir / "agent"), "--kill-on-exit", *agent_flags],
-                                      env=env))
-        _wait_until("agent", lambda: any(n["state"] == "READY" for n in api.nodes()), 30, procs)
-        yield url, password
+        children.start("agent", [*py, "agent", "--master", url, "--name", "local", "--address", host,
+                                 "--work-dir", str(data_dir / "agent"), "--kill-on-exit", *agent_flags], env)
+        _wait_until("agent", lambda: any(n["state"] == "READY" for n in api.nodes()), 30, children)
+        log.info("cluster up", extra={"url": url, "dataDir": str(data_dir),
+                                      "localPaths": ",".join(str(p.resolve()) for p in local_paths)})
+        yield url, password, children
     finally:
-        for p in reversed(procs):  # the agent first: it kills its tasks on the way out
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+        children.stop()
 
 
-def _run(url: str, password: str, file: Path) -> int:
-    api = MasterApi(HttpClient(url))
-    api.http.token = api.login("admin", password)["token"]
-    text = file.read_text()
-    if is_experiment(text):
-        return _run_experiment(api, text, file)
-    spec = prepare_spec(text, str(file))
-    key = api.submit(spec.body, spec.content_type)["jobName"]
-    click.echo(f"submitted {key}")
-    detail = wait_for_job(lambda: api.job(key), key=key, timeout=600, interval=0.5,
-                          on_change=lambda d: click.echo(f"{key}: {d['jobStatus']['state']}"))
-    for role, info in detail["taskRoles"].items():
-        for t in info["taskStatuses"]:
-            out = api.task_log(key, role, t["taskIndex"], "stdout")
-            click.echo(f"--- {role}[{t['taskIndex']}] on {t['containerIp']} exit {t['containerExitCode']}")
-            click.echo(out.rstrip("\n"))
-    state = detail["jobStatus"]["state"]
-    click.echo(f"{key}: {state}")
-    return 0 if state == "SUCCEEDED" else 1
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # SIGTERM, SIGHUP: stop everything as Ctrl-C does
 
 
-def _run_experiment(api: MasterApi, text: str, file: Path) -> int:
-    """An experiment: created, followed until it ends (its trials' states as they change), then its trials' table."""
-    key = api.create_experiment(text.encode(), content_type(text, str(file)))["experimentName"]
-    click.echo(f"created experiment {key}")
-    seen: dict[int, str] = {}
-    deadline = time.monotonic() + EXPERIMENT_TIMEOUT
-    while True:
-        detail = api.experiment(key)
-        for trial in detail["trials"]:
-            state = trial["state"] + (" (searcher)" if trial.get("stoppedBy") == "searcher" else "")
-            if seen.get(trial["number"]) != state:
-                seen[trial["number"]] = state
-                click.echo(f"{key}: trial {trial['number']} {state}  {json.dumps(trial['hparams'], sort_keys=True)}")
-        if detail["state"] in ("COMPLETED", "STOPPED") or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
-    click.echo(render_experiment(detail))
-    click.echo(f"{key}: {detail['state']}")
-    return 0 if detail["state"] == "COMPLETED" else 1
+@contextmanager
+def _logging(data_dir: Path, verbose: bool) -> Iterator[None]:
+    """This process's log lines to the log file; with ``verbose`` the whole file's new lines to stderr too."""
+    private_dir(data_dir)
+    path = data_dir / LOG_NAME
+    with path.open("a", encoding="utf-8") as stream:
+        start = stream.tell()
+        setup_logging("up", stream)
+        echo = LogEcho(path, start) if verbose else None
+        try:
+            yield
+        finally:
+            if echo is not None:
+                echo.close()
+            logging.getLogger().handlers.clear()
 
 
 @click.command("up", cls=ClientCommand)  # a refused spec is one "error: ..." line, not a traceback
@@ -214,12 +180,27 @@ def _run_experiment(api: MasterApi, text: str, file: Path) -> int:
 @click.option("--local-path", "local_paths", multiple=True, type=click.Path(file_okay=False, path_type=Path),
               help="A directory a job's codeDir may be under, besides the current directory and the --run file's "
                    "(repeatable).")
+@click.option("--timeout", type=click.FloatRange(min=0), metavar="SECONDS", default=None,
+              help="With --run: give up waiting after this long and exit 124 (default: 600 for a job, 1800 for an "
+                   "experiment).")
+@click.option("-v", "--verbose", is_flag=True, help="Show the master's and the agent's log lines here too.")
 def up(host: str, port: int | None, data_dir: Path | None, run_file: Path | None, runtime: str, gpus: int | None,
-       cpus: int | None, memory_mb: int | None, local_paths: tuple[Path, ...]) -> None:
-    """Run an embedded cluster: a master on SQLite, one local agent and an admin user."""
-    setup_logging("up")
+       cpus: int | None, memory_mb: int | None, local_paths: tuple[Path, ...], timeout: float | None,
+       verbose: bool) -> None:
+    """Run an embedded cluster: a master on SQLite, one local agent and an admin user.
+
+    Prints the URL, the admin's password, the runtime and the log file, where the master and the agent write
+    (-v: shown here too). Ctrl-C or SIGTERM stops everything.
+
+    \b
+    Exit codes:
+      0    stopped with Ctrl-C or SIGTERM; with --run: the job SUCCEEDED (the experiment COMPLETED)
+      1    with --run: the job ended otherwise (FAILED, STOPPED); or an error (a bad spec, a taken port)
+      3    the master or the agent died; the log's last lines are printed
+      124  with --run: --timeout ran out before the job ended
+    """
     roots = [Path.cwd(), *([run_file.parent] if run_file is not None else []), *local_paths]
-    runtime = _choose_runtime(runtime)
+    runtime, why = _choose_runtime(runtime)
     if cpus is None:
         # The process runtime does not pin CPUs: the embedded cluster offers 4 slots per core so that a
         # small distributed job (e.g. examples/hello-v1.json, 3 tasks) fits on a 2-core laptop.
@@ -228,30 +209,28 @@ def up(host: str, port: int | None, data_dir: Path | None, run_file: Path | None
     for name, value in (("--gpus", gpus), ("--cpus", cpus), ("--memory-mb", memory_mb)):
         if value is not None:
             flags += [name, str(value)]
+    port = port or (_free_port(host) if run_file is not None else 9186)
+    _require_free_port(host, port)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _interrupt)
+    click.echo(f"runtime: {why}")
     if run_file is not None:
         with tempfile.TemporaryDirectory(prefix="pai-up-") as tmp:
             chosen = data_dir or Path(tmp)
-            with _cluster(host, port or _free_port(host), chosen, flags, roots) as (url, password):
-                code = _run(url, password, run_file)
+            gone = "" if data_dir else " (deleted with the throwaway data directory; --data-dir DIR keeps it)"
+            click.echo(f"logs: {chosen / LOG_NAME}{gone}")
+            with _logging(chosen, verbose), _cluster(host, port, chosen, flags, roots) as (url, password, children):
+                code = run_and_follow(url, password, run_file, timeout, children)
         sys.exit(code)
     chosen = data_dir or default_data_dir()
-    with _cluster(host, port or 9186, chosen, flags, roots) as (url, password):
+    click.echo(f"logs: {chosen / LOG_NAME}" + ("" if verbose else " (pai up -v: here too)"))
+    with _logging(chosen, verbose), _cluster(host, port, chosen, flags, roots) as (url, password, children):
         token = MasterApi(HttpClient(url)).login("admin", password)["token"]
         save_config(config_path(os.environ), CliConfig(master=url, user="admin", token=token))
         click.echo(f"pai is up at {url}\n  user: admin\n  password: {password}\n"
-                   f"  data: {chosen}\n  the CLI is logged in (pai submit examples/hello-v1.json).\n"
-                   f"  codeDir may be under: {', '.join(str(r.resolve()) for r in roots)} (more: --local-path)\n"
-                   "Press Ctrl-C to stop everything.")
-        stop = False
-
-        def _handle(signum: int, frame: object) -> None:
-            nonlocal stop
-            stop = True
-
-        signal.signal(signal.SIGTERM, _handle)
+                   "The CLI is logged in as admin. Ctrl-C stops everything.")
         try:
-            while not stop:
-                time.sleep(0.5)
+            while True:
+                children.sleep(1.0)
         except KeyboardInterrupt:
-            pass
-        click.echo("stopping...")
+            click.echo("stopping...")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from pai.nodeagent.address import node_address
 from pai.nodeagent.agent import RUNTIMES, Agent, AgentConfig
 from pai.nodeagent.codefetch import DEFAULT_MAX_BYTES
 from pai.nodeagent.health import DEFAULT_MIN_FREE_DISK_MB
@@ -40,7 +41,8 @@ def _masters(ctx: click.Context, param: click.Parameter, value: str) -> str:
 @click.option("--master", "master_url", envvar="PAI_MASTER_URL", required=True, callback=_masters,
               help="The masters' base URLs, comma-separated: the agent follows the leader among them.")
 @click.option("--name", default=socket.gethostname, show_default="host name", help="This node's name.")
-@click.option("--address", default="127.0.0.1", show_default=True, help="IP the tasks and the log server use.")
+@click.option("--address", default="", show_default="127.0.0.1 when every master is on this machine",
+              help="This machine's cluster IP: the tasks and the log server use it. Required with a master elsewhere.")
 @click.option("--gpus", type=click.IntRange(min=0), help="GPU count (default: detected by NVML, else 0).")
 @click.option("--cpus", type=click.IntRange(min=1), help="CPU count (default: detected).")
 @click.option("--memory-mb", type=click.IntRange(min=1), help="Memory in MB (default: detected).")
@@ -103,8 +105,13 @@ def agent(
     if not token:
         raise click.UsageError("the master's agent token is required: --token, PAI_AGENT_TOKEN or --token-file "
                                "(the master keeps it in <data-dir>/agent-token)")
+    masters = parse_urls(master_url)
+    try:
+        address = node_address(address, masters)
+    except ValueError as e:
+        raise click.ClickException(str(e)) from e
     config = AgentConfig(
-        masters=parse_urls(master_url),
+        masters=masters,
         name=name,
         address=address,
         work_dir=work_dir or Path.home() / ".pai" / "agent" / name,

@@ -117,3 +117,16 @@ async def test_an_agent_without_a_token_does_not_start(tmp_path: Path, master: F
     _, stderr = await asyncio.wait_for(proc.communicate(), 15)
     assert proc.returncode == 2 and "the master's agent token is required" in stderr.decode()
     assert master.registers == []
+
+
+async def test_an_agent_without_an_address_and_a_master_elsewhere_does_not_start(tmp_path: Path) -> None:
+    """The sample's PAI_AGENT_ADDRESS is empty: an agent left so fails at once, naming it, instead of registering
+    a node at 127.0.0.1 that the master and the other nodes cannot reach."""
+    proc = await asyncio.create_subprocess_exec(*AGENT, "--master", "http://master.example:9188", "--token", "t",
+                                                "--address", "", "--work-dir", str(tmp_path / "a"),
+                                                stderr=asyncio.subprocess.PIPE)
+    _, stderr = await asyncio.wait_for(proc.communicate(), 15)
+    assert proc.returncode == 1, stderr.decode()
+    assert ("Error: --address (PAI_AGENT_ADDRESS in /etc/pai/agent.env) is not set but the master "
+            "http://master.example:9188 is not on this machine") in stderr.decode()
+    assert not (tmp_path / "a").exists()  # nothing started
