@@ -5,6 +5,7 @@ import { ApiError, experimentPath, get, jobPath, post, put, request } from "./ap
 import { badge, experimentLink, fmtDuration, fmtTime, h, panel, show, table } from "./dom.js";
 import { logPane } from "./logs.js";
 import { connectLines, portCell } from "./ports.js";
+import { waitingBox } from "./waiting.js";
 
 const ACTIVE = ["WAITING", "RUNNING"];
 const TRIAL = /^(.+~.+)-trial-(\d+)$/; // a trial's job: <user>~<experiment>-trial-<n>
@@ -29,13 +30,25 @@ export function mount(root, ctx) {
   const info = h("div"), waiting = h("div"), roles = h("div"), attempts = h("div"), events = h("div");
   const logs = logPane(key);
   const clone = cloneEditor(ctx);
-  root.append(h("div.title-row", {}, title, actions), clone.panel, info, waiting,
-    panel("Task roles", roles), logs.panel, panel("Job attempts", attempts), panel("History", events));
-  let detail = null;
+  // shown once the job has been read (a job that does not exist gets a sentence instead, and is not read again)
+  const layout = [h("div.title-row", {}, title, actions), clone.panel, info, waiting,
+    panel("Task roles", roles), logs.panel, panel("Job attempts", attempts), panel("History", events)];
+  let detail = null, missing = false;
   const trial = trialOf(key);
 
   async function refresh() {
-    const [d, tries, exp] = await Promise.all([get(jobPath(key)), get(`${jobPath(key)}/job-attempts`), trial]);
+    if (missing) return;
+    let d, tries, exp;
+    try {
+      [d, tries, exp] = await Promise.all([get(jobPath(key)), get(`${jobPath(key)}/job-attempts`), trial]);
+    } catch (e) {
+      if (!(e instanceof ApiError && e.status === 404)) throw e;
+      missing = true;
+      logs.close();
+      show(root, noSuchJob(key));
+      return;
+    }
+    if (!layout[0].isConnected) root.append(...layout);
     detail = d;
     const st = d.jobStatus;
     show(title, key, " ", badge(st.state));
@@ -66,6 +79,12 @@ export function mount(root, ctx) {
   return { title: key, refresh, interval: 2000, unmount: () => logs.close() };
 }
 
+function noSuchJob(key) {
+  return h("section.panel.missing", {}, h("h1", {}, "No such job"),
+    h("p", {}, "There is no job ", h("b", {}, key), ": it may have been deleted, or the link is wrong."),
+    h("p", {}, h("a", { href: "#/jobs" }, "All jobs")));
+}
+
 function facts(d, trial) {
   const st = d.jobStatus;
   const spec = st.appExitSpec;
@@ -85,10 +104,11 @@ function facts(d, trial) {
   return h("dl.facts", {}, rows.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
 }
 
-function waitingBox(r) {
-  return h("div.waiting", {}, h("p", {}, h("b", {}, `#${r.position} in its VC's queue. `), r.message),
-    h("p.muted", {}, `reason ${r.code}`, Object.keys(r.figures || {}).length
-      ? `: ${Object.entries(r.figures).map(([k, v]) => `${k} ${JSON.stringify(v)}`).join(", ")}` : ""));
+/** A task's GPUs: how many, then which (their indices on its node): "2 (#0, #1)"; "—" before it is placed. */
+function gpus(t) {
+  const held = t.containerGpus || [];
+  if (!t.containerNodeName && !held.length) return "—";
+  return held.length ? `${held.length} (${held.map((i) => `#${i}`).join(", ")})` : "0";
 }
 
 function roleTable(role, tasks, select, ports) {
@@ -100,7 +120,7 @@ function roleTable(role, tasks, select, ports) {
       { title: "Node", cell: (t) => t.containerNodeName || "—" },
       { title: "Address", cell: (t) => t.containerIp || "—" },
       { title: "Ports", cell: ports },
-      { title: "GPUs", cell: (t) => (t.containerGpus && t.containerGpus.length ? t.containerGpus.join(",") : "—") },
+      { title: "GPUs", cell: gpus, class: "task-gpus" },
       { title: "Exit code", cell: (t) => (t.containerExitCode === null ? "—" : String(t.containerExitCode)), class: "num" },
       { title: "Exit", cell: exit },
       { title: "Retries", cell: (t) => String(t.retries), class: "num" },

@@ -1,8 +1,9 @@
 // A task's stdout and stderr. A task that runs (or waits for its next attempt) is followed: one streaming read of
 // each (`?follow=true&tail=`, the master's chunked answer across the task's attempts, with a line
 // `==> attempt N of role[i] on node X <==` where a new one starts), appended as text arrives, until the master ends
-// the stream when the task has ended. A task that has ended is read once (its tail); one that never started is
-// not read at all. The view stays at the end unless the reader scrolled up.
+// the stream when the task has ended. A task that has ended is read once (its tail); one that has not started (no
+// attempt yet, or placed and not yet running) is not read at all until it runs. The view stays at the end unless the
+// reader scrolled up. Until the reader picks a task, a failed job's panes show the task whose exit failed it.
 import { ApiError, jobPath, request } from "./api.js";
 import { h, show } from "./dom.js";
 
@@ -37,12 +38,21 @@ export function logPane(key) {
       picker.replaceChildren(...all.map(({ role, t }) =>
         h("option", { value: `${role}\u0000${t.taskIndex}` }, `${role}[${t.taskIndex}]`)));
     }
-    if (!task || (!task.picked && !status(task).containerId)) {
-      const first = all.find(({ t }) => t.containerId) || all[0];
-      if (first) choose(first.role, String(first.t.taskIndex), false);
+    const first = !task || !task.picked ? opening(detail.jobStatus, all) : null;
+    if (first && (!task || task.role !== first.role || task.index !== String(first.t.taskIndex))) {
+      choose(first.role, String(first.t.taskIndex), false);
     } else {
       update();
     }
+  }
+
+  /** The task the panes show until the reader picks one: of a failed job, the task whose exit failed it (else its
+   *  first failed task); else the first that has an attempt; else the first. */
+  function opening(st, all) {
+    const failed = st.state === "FAILED" && (
+      all.find(({ role, t }) => role === st.appExitTriggerTaskRoleName && t.taskIndex === st.appExitTriggerTaskIndex)
+      || all.find(({ t }) => t.taskState === "FAILED"));
+    return failed || all.find(({ t }) => t.containerId) || all[0];
   }
 
   const status = (t) => byKey.get(`${t.role}\u0000${t.index}`) || {};
@@ -67,7 +77,9 @@ export function logPane(key) {
     const lines = t.taskState === "RUNNING" ? hint(task.role, task.index, Object.keys(t.containerPorts || {})) : null;
     connect.hidden = !lines;
     if (lines && connectText.textContent !== lines) connectText.textContent = lines;
-    const want = !t.containerId ? "none" : ENDED.includes(t.taskState) ? "once" : "follow";
+    // Nothing is read of a task that has not started (no attempt yet, or placed and not yet running): an open
+    // follow carries its next attempt (a task retried), another starts once it runs.
+    const want = !t.containerId || t.taskState === "WAITING" ? "none" : ENDED.includes(t.taskState) ? "once" : "follow";
     if (settled(want, t.containerId)) return;
     stopAll();
     mode = { want, attempt: t.containerId };
@@ -87,7 +99,7 @@ export function logPane(key) {
   function settled(want, attempt) {
     if (!mode) return false;
     const all = Object.values(streams);
-    if (want === "none") return mode.want === "none";
+    if (want === "none") return mode.want === "none" || (mode.want === "follow" && all.some((st) => st.reader));
     if (want === "once") { // read once per attempt; a follow that ended with the task (or still ends) has it all
       return mode.want === "once" ? mode.attempt === attempt
         : mode.want === "follow" && all.every((st) => st.done || st.reader);
