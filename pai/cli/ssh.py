@@ -18,8 +18,6 @@ import click
 
 from pai.cli.command import client_command, connect, master_option
 from pai.cli.errors import CliError
-from pai.cli.sshproxy import SSH_LABEL
-from pai.cli.sshproxy import proxy as proxy_through
 from pai.cli.urls import tunnel_path
 
 ALIVE_SECONDS = 30  # an idle session still moves bytes this often (a tunnel's idle timeout does not end it)
@@ -67,6 +65,9 @@ def ssh(name: str, role: str | None, index: int, config: bool, proxy: bool, ssh_
     conn = connect(master)
     key, role = conn.task_role(name, role)
     if proxy:
+        from pai.cli.sshproxy import SSH_LABEL
+        from pai.cli.sshproxy import proxy as proxy_through
+
         path = tunnel_path(key, role, index, SSH_LABEL)
         proxy_through(conn.session.master, conn.session.token, path)
         return

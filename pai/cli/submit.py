@@ -10,7 +10,6 @@ from pathlib import Path, PurePath
 from typing import IO, Any
 
 import click
-import yaml
 
 from pai.cli.command import client_command, connect, master_option
 from pai.cli.errors import BadResponseError, SpecFileError, WaitTimeoutError
@@ -40,6 +39,8 @@ def _parse(text: str, source: str) -> tuple[Any, bool]:
             return json.loads(text), True
         except json.JSONDecodeError as exc:
             raise SpecFileError(source, _located("JSON", exc.msg, text, exc.lineno, exc.colno)) from None
+    import yaml  # imported when a YAML file is read: the other commands do not wait for it
+
     try:
         return yaml.safe_load(text), False
     except yaml.MarkedYAMLError as exc:
