@@ -30,8 +30,9 @@ def host_alias(key: str, role: str, index: int) -> str:
 
 def pai_command() -> list[str]:
     """How ssh's ProxyCommand runs: this Python, ``pai.cli.sshproxy`` alone (the standard library only: ``pai`` itself
-    imports click, aiohttp and the server commands, which every SSH connection would wait for)."""
-    return [sys.executable, "-m", "pai.cli.sshproxy"]
+    imports click, aiohttp and the server commands, which every SSH connection would wait for). ``-P``: not the
+    working directory first on sys.path (ssh runs it where the user is, which may hold a ``pai/`` of its own)."""
+    return [sys.executable, "-P", "-m", "pai.cli.sshproxy"]
 
 
 def proxy_command(key: str, role: str, index: int, master: str | None) -> str:
