@@ -21,6 +21,14 @@ YAML_TYPE = "text/yaml"
 _YAML_SUFFIXES = frozenset({".yaml", ".yml"})
 
 
+def echo_warnings(answer: dict[str, Any]) -> None:
+    """A submission's warnings, ``warning: FIELD: MESSAGE`` each on stderr: what the cluster accepted and does not
+    honour, and what no node of it could ever hold."""
+    for warning in answer.get("warnings") or []:
+        if isinstance(warning, dict):
+            click.echo(f"warning: {warning.get('field')}: {warning.get('message')}", err=True)
+
+
 @dataclass(frozen=True, slots=True)
 class PreparedSpec:
     """The request body and Content-Type for ``POST /api/v2/jobs``."""
@@ -141,9 +149,7 @@ def submit(file: IO[str], wait: bool, timeout: float | None, interval: float, ma
     if not isinstance(key, str) or not key:
         raise BadResponseError("POST", conn.session.master + "/api/v2/jobs", "no jobName in the answer")
     click.echo(key)
-    for warning in answer.get("warnings") or []:  # what the cluster accepted and does not honour
-        if isinstance(warning, dict):
-            click.echo(f"warning: {warning.get('field')}: {warning.get('message')}", err=True)
+    echo_warnings(answer)
     if not wait:
         return
     final = wait_for_job(

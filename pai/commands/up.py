@@ -30,7 +30,7 @@ from pai.cli.errors import CliError
 from pai.cli.experiments import content_type, is_experiment
 from pai.cli.experimentview import render_experiment
 from pai.cli.http import HttpClient
-from pai.cli.submit import prepare_spec, wait_for_job
+from pai.cli.submit import echo_warnings, prepare_spec, wait_for_job
 from pai.commands.logs import setup_logging
 from pai.nodeagent.docker_runtime import engine_answers
 from pai.store.db import default_data_dir
@@ -162,8 +162,10 @@ def _run(url: str, password: str, file: Path) -> int:
     if is_experiment(text):
         return _run_experiment(api, text, file)
     spec = prepare_spec(text, str(file))
-    key = api.submit(spec.body, spec.content_type)["jobName"]
+    answer = api.submit(spec.body, spec.content_type)
+    key = answer["jobName"]
     click.echo(f"submitted {key}")
+    echo_warnings(answer)
     detail = wait_for_job(lambda: api.job(key), key=key, timeout=600, interval=0.5,
                           on_change=lambda d: click.echo(f"{key}: {d['jobStatus']['state']}"))
     for role, info in detail["taskRoles"].items():
