@@ -1,3 +1,5 @@
 """pai: an OpenPAI-style GPU cluster job platform."""
 
-__version__ = "0.1.0"
+from pai.version import __version__
+
+__all__ = ["__version__"]

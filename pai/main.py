@@ -4,10 +4,7 @@ imports (the scheduler, the database, the agent's runtimes)."""
 
 from __future__ import annotations
 
-import importlib
-
-import click
-
+from pai.cli.lazy import LazyCommand
 from pai.cli.main import cli
 
 # name: (module, attribute, the command's first line of help, which `pai --help` shows; a test keeps them equal)
@@ -19,28 +16,6 @@ SERVER_COMMANDS: dict[str, tuple[str, str, str]] = {
     "vc": ("pai.commands.vc", "vc", "Virtual clusters: list them, or try a change offline."),
     "secret-key": ("pai.commands.secretkey", "secret_key", "The key that seals job secrets in the master's database."),
 }
-
-
-class LazyCommand(click.Command):
-    """A server command that stands in ``pai --help`` by its name and line, and is imported when it runs (or when
-    its own ``--help`` is asked for)."""
-
-    def __init__(self, name: str, module: str, attribute: str, short_help: str) -> None:
-        super().__init__(name, short_help=short_help, add_help_option=False, context_settings={
-            "ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []})
-        self._target = (module, attribute)
-
-    def load(self) -> click.Command:
-        module, attribute = self._target
-        command = getattr(importlib.import_module(module), attribute)
-        assert isinstance(command, click.Command)
-        return command
-
-    def invoke(self, ctx: click.Context) -> object:
-        command = self.load()
-        with command.make_context(ctx.info_name, list(ctx.args), parent=ctx.parent) as real:
-            return command.invoke(real)
-
 
 for _name, (_module, _attribute, _line) in SERVER_COMMANDS.items():
     cli.add_command(LazyCommand(_name, _module, _attribute, _line))

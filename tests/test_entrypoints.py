@@ -23,14 +23,19 @@ def test_help_lists_the_commands(argv: list[str]) -> None:
     assert set(COMMANDS) <= listed, r.stdout
 
 
-def test_server_commands_stand_in_the_help_by_their_own_first_line() -> None:
-    from pai.main import SERVER_COMMANDS, LazyCommand, cli
+def test_lazy_commands_stand_in_the_help_by_their_own_first_line() -> None:
+    """The server commands in ``pai --help`` and the replay's in ``pai vc --help``: each line is how the command's
+    own help begins."""
+    from pai.cli.lazy import LazyCommand
+    from pai.commands.vc import REPLAY_COMMANDS, vc
+    from pai.main import SERVER_COMMANDS, cli
 
-    for name, (_, _, line) in SERVER_COMMANDS.items():
-        lazy = cli.commands[name]
-        assert isinstance(lazy, LazyCommand)
-        real = lazy.load()
-        assert (real.help or "").strip().splitlines()[0] == line, name
+    for group, table in ((cli, SERVER_COMMANDS), (vc, REPLAY_COMMANDS)):
+        for name, (_, _, line) in table.items():
+            lazy = group.commands[name]
+            assert isinstance(lazy, LazyCommand)
+            real = " ".join((lazy.load().help or "").split())
+            assert real.startswith(line.rstrip(".")), name
 
 
 def test_a_client_command_does_not_import_the_server_stack() -> None:

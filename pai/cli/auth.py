@@ -6,11 +6,10 @@ import os
 
 import click
 
-from pai.cli.api import MasterApi
-from pai.cli.command import client_command
+from pai.cli.command import client_command, master_api
 from pai.cli.config import DEFAULT_MASTER, CliConfig, config_path, load_config, save_config
 from pai.cli.errors import BadResponseError, CliError
-from pai.cli.http import HttpClient, normalize_url
+from pai.cli.urls import normalize_url
 
 
 def _default_master() -> str:
@@ -33,7 +32,7 @@ def login(master: str, user: str, password: str, expiration: int | None) -> None
     The master, user and token go to $PAI_CONFIG or ~/.config/pai/config.json (mode 0600).
     """
     url = normalize_url(master)
-    answer = MasterApi(HttpClient(url)).login(user, password, expiration)
+    answer = master_api(url).login(user, password, expiration)
     token = answer.get("token")
     if not isinstance(token, str) or not token:
         raise BadResponseError("POST", url + "/api/v2/authn/basic/login", "no token in the answer")
@@ -57,7 +56,7 @@ def logout() -> None:
         click.echo("Not logged in.")
         return
     try:
-        MasterApi(HttpClient(config.master or DEFAULT_MASTER, config.token)).logout()
+        master_api(config.master or DEFAULT_MASTER, config.token).logout()
         revoked = ""
     except CliError as e:
         revoked = f" (the master did not revoke the token: {e})"

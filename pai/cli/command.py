@@ -5,15 +5,16 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
-from pai.cli.api import MasterApi
 from pai.cli.config import Session, config_path, job_key, load_config, resolve_session
 from pai.cli.errors import CliError
-from pai.cli.http import HttpClient
 from pai.cli.jobview import first_role
+
+if TYPE_CHECKING:
+    from pai.cli.api import MasterApi
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -84,4 +85,13 @@ def connect(master: str | None) -> Connection:
     """The session for this command (config file, PAI_TOKEN, PAI_USER) and an API client for it."""
     env = os.environ
     session = resolve_session(master, env, load_config(config_path(env)))
-    return Connection(session, MasterApi(HttpClient(session.master, session.token)))
+    return Connection(session, master_api(session.master, session.token))
+
+
+def master_api(url: str, token: str | None = None) -> MasterApi:
+    """The API client of the master at ``url``. Its HTTP client (urllib's, http.client) is imported here, when a
+    command talks to the master: ``pai --help`` and usage errors do not wait for it."""
+    from pai.cli.api import MasterApi
+    from pai.cli.http import HttpClient
+
+    return MasterApi(HttpClient(url, token))

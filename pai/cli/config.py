@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -54,6 +53,8 @@ def load_config(path: Path) -> CliConfig:
 
 def save_config(path: Path, config: CliConfig) -> None:
     """Write atomically with mode 0600 (the file holds a bearer token)."""
+    import tempfile  # only ``pai login`` and ``pai logout`` write: the other commands do not wait for it
+
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".config-", dir=path.parent)

@@ -6,7 +6,6 @@ from pathlib import PurePath
 from typing import IO, Any
 
 import click
-import yaml
 
 from pai.cli.command import ClientCommand, connect, master_option
 from pai.cli.errors import BadResponseError, CliError
@@ -27,6 +26,8 @@ def content_type(text: str, source: str) -> str:
 
 def is_experiment(text: str) -> bool:
     """Whether a document is an experiment (``type: experiment``) rather than a job."""
+    import yaml  # imported when a file is read: the other commands do not wait for it
+
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError:

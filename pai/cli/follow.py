@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 import sys
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from pai.cli.api import MasterApi
+if TYPE_CHECKING:
+    from pai.cli.api import MasterApi
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd]?)")
 _UNIT = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}

@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 
 import click
-import yaml
 
-from pai.cli.api import JobFilters
 from pai.cli.command import ClientCommand, client_command, connect, master_option
 from pai.cli.errors import CliError
 from pai.cli.follow import follow as follow_log
@@ -44,6 +42,8 @@ def list_jobs(
     if all_users and user:
         raise click.UsageError("--all and --user exclude each other")
     conn = connect(master)
+    from pai.cli.api import JobFilters
+
     filters = JobFilters(
         username=None if all_users else (user or conn.session.user),
         vc=vc,
@@ -87,6 +87,8 @@ def show_config(name: str, output: OutputFormat, master: str | None) -> None:
     if output is OutputFormat.TABLE:
         click.echo(text, nl=not text.endswith("\n"))
         return
+    import yaml  # imported when a config is converted: the other commands do not wait for it
+
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:

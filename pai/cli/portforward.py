@@ -1,18 +1,15 @@
 """``pai port-forward JOB LOCAL:LABEL``: a local port that reaches a running task's labelled port through the master
-(each connection one tunnel), for anything the proxy does not carry (a database, a debugger, ssh)."""
+(each connection one tunnel), for anything the proxy does not carry (a database, a debugger, ssh). The tunnels
+(aiohttp) are in ``pai.cli.tunnel``, imported when the command runs."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import sys
 
 import click
-from aiohttp import ClientSession
 
 from pai.cli.command import client_command, connect, master_option
-from pai.cli.errors import CliError
-from pai.cli.tunnel import open_tunnel, pump, tunnel_path
+from pai.cli.urls import tunnel_path
 
 
 def parse_mapping(mapping: str) -> tuple[int, str]:
@@ -22,41 +19,6 @@ def parse_mapping(mapping: str) -> tuple[int, str]:
         raise click.BadParameter(f"{mapping!r}: expected LOCAL:LABEL, like 6006:tensorboard (LOCAL 0: any free port)",
                                  param_hint="LOCAL:LABEL")
     return int(local), label
-
-
-class Forwarder:
-    """Accepts local connections and gives each a tunnel of its own."""
-
-    def __init__(self, master: str, token: str | None, path: str) -> None:
-        self.master, self.token, self.path = master, token, path
-        self.session: ClientSession | None = None
-
-    async def check(self) -> None:
-        """One tunnel opened and closed at once, so that a refusal (not running, no such label, may not) is told
-        before anything listens."""
-        assert self.session is not None
-        ws = await open_tunnel(self.session, self.master, self.token, self.path)
-        await ws.close()
-
-    async def connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        assert self.session is not None
-        try:
-            ws = await open_tunnel(self.session, self.master, self.token, self.path)
-        except CliError as e:
-            click.echo(f"error: {e.render()}", err=True)
-            writer.close()
-            return
-        await pump(ws, reader, writer)
-
-    async def serve(self, local: int, what: str) -> None:
-        async with ClientSession() as self.session:
-            await self.check()
-            server = await asyncio.start_server(self.connection, "127.0.0.1", local)
-            port = server.sockets[0].getsockname()[1]
-            click.echo(f"Forwarding 127.0.0.1:{port} -> {what} (Ctrl-C to stop)")
-            sys.stdout.flush()
-            async with server:
-                await server.serve_forever()
 
 
 @client_command("port-forward")
@@ -75,6 +37,8 @@ def port_forward(name: str, mapping: str, role: str | None, index: int, master: 
     local, label = parse_mapping(mapping)
     conn = connect(master)
     key, role = conn.task_role(name, role)
+    from pai.cli.tunnel import Forwarder  # aiohttp: imported when a forward starts
+
     forwarder = Forwarder(conn.session.master, conn.session.token, tunnel_path(key, role, index, label))
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(forwarder.serve(local, f"port {label} of {role}[{index}] of {key}"))
+        forwarder.run(local, f"port {label} of {role}[{index}] of {key}")

@@ -18,8 +18,6 @@ import click
 
 from pai.cli.command import client_command, connect, master_option
 from pai.cli.errors import CliError
-from pai.cli.sshproxy import SSH_LABEL
-from pai.cli.sshproxy import proxy as proxy_through
 from pai.cli.urls import tunnel_path
 
 ALIVE_SECONDS = 30  # an idle session still moves bytes this often (a tunnel's idle timeout does not end it)
@@ -32,8 +30,9 @@ def host_alias(key: str, role: str, index: int) -> str:
 
 def pai_command() -> list[str]:
     """How ssh's ProxyCommand runs: this Python, ``pai.cli.sshproxy`` alone (the standard library only: ``pai`` itself
-    imports click, aiohttp and the server commands, which every SSH connection would wait for)."""
-    return [sys.executable, "-m", "pai.cli.sshproxy"]
+    imports click, aiohttp and the server commands, which every SSH connection would wait for). ``-P``: not the
+    working directory first on sys.path (ssh runs it where the user is, which may hold a ``pai/`` of its own)."""
+    return [sys.executable, "-P", "-m", "pai.cli.sshproxy"]
 
 
 def proxy_command(key: str, role: str, index: int, master: str | None) -> str:
@@ -67,6 +66,9 @@ def ssh(name: str, role: str | None, index: int, config: bool, proxy: bool, ssh_
     conn = connect(master)
     key, role = conn.task_role(name, role)
     if proxy:
+        from pai.cli.sshproxy import SSH_LABEL
+        from pai.cli.sshproxy import proxy as proxy_through
+
         path = tunnel_path(key, role, index, SSH_LABEL)
         proxy_through(conn.session.master, conn.session.token, path)
         return

@@ -10,7 +10,6 @@ from pathlib import Path, PurePath
 from typing import IO, Any
 
 import click
-import yaml
 
 from pai.cli.command import client_command, connect, master_option
 from pai.cli.errors import BadResponseError, SpecFileError, WaitTimeoutError
@@ -20,6 +19,14 @@ from pai.domain import JobState
 JSON_TYPE = "application/json"
 YAML_TYPE = "text/yaml"
 _YAML_SUFFIXES = frozenset({".yaml", ".yml"})
+
+
+def echo_warnings(answer: dict[str, Any]) -> None:
+    """A submission's warnings, ``warning: FIELD: MESSAGE`` each on stderr: what the cluster accepted and does not
+    honour, and what no node of it could ever hold."""
+    for warning in answer.get("warnings") or []:
+        if isinstance(warning, dict):
+            click.echo(f"warning: {warning.get('field')}: {warning.get('message')}", err=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +47,8 @@ def _parse(text: str, source: str) -> tuple[Any, bool]:
             return json.loads(text), True
         except json.JSONDecodeError as exc:
             raise SpecFileError(source, _located("JSON", exc.msg, text, exc.lineno, exc.colno)) from None
+    import yaml  # imported when a YAML file is read: the other commands do not wait for it
+
     try:
         return yaml.safe_load(text), False
     except yaml.MarkedYAMLError as exc:
@@ -141,9 +150,7 @@ def submit(file: IO[str], wait: bool, timeout: float | None, interval: float, ma
     if not isinstance(key, str) or not key:
         raise BadResponseError("POST", conn.session.master + "/api/v2/jobs", "no jobName in the answer")
     click.echo(key)
-    for warning in answer.get("warnings") or []:  # what the cluster accepted and does not honour
-        if isinstance(warning, dict):
-            click.echo(f"warning: {warning.get('field')}: {warning.get('message')}", err=True)
+    echo_warnings(answer)
     if not wait:
         return
     final = wait_for_job(

@@ -11,13 +11,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import sys
 
+import click
 from aiohttp import ClientError, ClientSession, ClientWebSocketResponse, WSMsgType, WSServerHandshakeError
 
-from pai.cli.errors import ApiError, UnreachableError
+from pai.cli.errors import ApiError, CliError, UnreachableError
 from pai.cli.urls import tunnel_path
 
-__all__ = ["open_tunnel", "pump", "tunnel_path"]
+__all__ = ["Forwarder", "open_tunnel", "pump", "tunnel_path"]
 
 CHUNK = 64 * 1024
 HEARTBEAT_SECONDS = 30.0
@@ -78,3 +80,41 @@ async def pump(ws: ClientWebSocketResponse, reader: asyncio.StreamReader, writer
         writer.close()
         with contextlib.suppress(ConnectionError):
             await writer.wait_closed()
+
+
+class Forwarder:
+    """Accepts local connections and gives each a tunnel of its own."""
+
+    def __init__(self, master: str, token: str | None, path: str) -> None:
+        self.master, self.token, self.path = master, token, path
+        self.session: ClientSession | None = None
+
+    async def check(self) -> None:
+        """One tunnel opened and closed at once, so that a refusal (not running, no such label, may not) is told
+        before anything listens."""
+        assert self.session is not None
+        ws = await open_tunnel(self.session, self.master, self.token, self.path)
+        await ws.close()
+
+    async def connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        assert self.session is not None
+        try:
+            ws = await open_tunnel(self.session, self.master, self.token, self.path)
+        except CliError as e:
+            click.echo(f"error: {e.render()}", err=True)
+            writer.close()
+            return
+        await pump(ws, reader, writer)
+
+    def run(self, local: int, what: str) -> None:
+        asyncio.run(self.serve(local, what))
+
+    async def serve(self, local: int, what: str) -> None:
+        async with ClientSession() as self.session:
+            await self.check()
+            server = await asyncio.start_server(self.connection, "127.0.0.1", local)
+            port = server.sockets[0].getsockname()[1]
+            click.echo(f"Forwarding 127.0.0.1:{port} -> {what} (Ctrl-C to stop)")
+            sys.stdout.flush()
+            async with server:
+                await server.serve_forever()

@@ -123,7 +123,7 @@ def _cluster(host: str, port: int, data_dir: Path, agent_flags: list[str],
     config = _cluster_config(data_dir, local_paths)
     env = {**os.environ, "PAI_ADMIN_PASSWORD": password, "PAI_AGENT_TOKEN": token}
     url = f"http://{host}:{port}"
-    py = [sys.executable, "-m", "pai"]
+    py = [sys.executable, "-P", "-m", "pai"]  # -P: a pai/ in the working directory is not ours
     children = Children(data_dir / LOG_NAME)
     try:
         children.start("master", [*py, "master", "--host", host, "--port", str(port), "--data-dir", str(data_dir),

@@ -20,7 +20,7 @@ from pai.cli.errors import CliError, WaitTimeoutError
 from pai.cli.experiments import content_type, is_experiment
 from pai.cli.experimentview import render_experiment
 from pai.cli.http import HttpClient
-from pai.cli.submit import prepare_spec, wait_for_job
+from pai.cli.submit import echo_warnings, prepare_spec, wait_for_job
 from pai.commands.upprocs import Children
 
 JOB_TIMEOUT = 600.0  # seconds --run follows a job before it gives up (and stops everything)
@@ -34,8 +34,10 @@ def run_and_follow(url: str, password: str, file: Path, timeout: float | None, c
     if is_experiment(text):
         return _run_experiment(api, text, file, EXPERIMENT_TIMEOUT if timeout is None else timeout, children)
     spec = prepare_spec(text, str(file))
-    key = api.submit(spec.body, spec.content_type)["jobName"]
+    answer = api.submit(spec.body, spec.content_type)
+    key = answer["jobName"]
     click.echo(f"submitted {key}")
+    echo_warnings(answer)
     detail = wait_for_job(_watched(lambda: api.job(key), children), key=key,
                           timeout=JOB_TIMEOUT if timeout is None else timeout, interval=0.5,
                           on_change=lambda d: click.echo(f"{key}: {d['jobStatus']['state']}"), sleep=children.sleep)

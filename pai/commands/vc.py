@@ -8,10 +8,18 @@ from pathlib import Path
 
 import click
 
+from pai.cli.lazy import LazyCommand
 from pai.cli.vcs import vc_list
-from pai.commands.replay import replay_command, replay_gen_command
 from pai.commands.yamlfile import read_mapping
 from pai.domain.errors import PaiError
+
+# the replay's commands, imported when one runs (they import the scheduler): name: (module, attribute, line)
+REPLAY_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "replay": ("pai.commands.replay", "replay_command",
+               "Replay the workload in TRACE (JSON Lines) through the scheduler, per configuration."),
+    "replay-gen": ("pai.commands.replay", "replay_gen_command",
+                   "Write a synthetic trace shaped like Microsoft's Philly GPU clusters."),
+}
 
 
 @click.group("vc")
@@ -20,8 +28,8 @@ def vc() -> None:
 
 
 vc.add_command(vc_list)
-vc.add_command(replay_command)
-vc.add_command(replay_gen_command)
+for _name, (_module, _attribute, _line) in REPLAY_COMMANDS.items():
+    vc.add_command(LazyCommand(_name, _module, _attribute, _line))
 
 
 @vc.command("simulate")

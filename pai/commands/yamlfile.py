@@ -6,12 +6,13 @@ from pathlib import Path
 from typing import Any
 
 import click
-import yaml
 
 
 def read_mapping(path: Path, what: str) -> dict[str, Any]:
     """The mapping in ``path``; a file that is not YAML, or not a mapping, is a ClickException naming it and
     ``what`` it should be."""
+    import yaml  # imported when a file is read: ``pai vc list`` does not wait for it
+
     try:
         doc = yaml.safe_load(path.read_text())
     except yaml.YAMLError as e:

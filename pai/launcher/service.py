@@ -20,6 +20,7 @@ from pai.domain.job import Job, Task, initial_tasks
 from pai.domain.jobspec import JobSpec, SpecWarning
 from pai.domain.limits import JobLimits
 from pai.domain.localpaths import master_paths
+from pai.domain.neverfits import never_fits
 from pai.domain.node import Node, NodeState
 from pai.domain.resources import Resources
 from pai.domain.storage import Storage
@@ -85,6 +86,14 @@ log = logging.getLogger("pai.launcher")
 
 
 FENCE_SLACK_SECONDS = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class Submitted:
+    job: Job
+    # the submission's warnings, as its history has them: the spec's (fields not honoured here), then what no node
+    # of the cluster could ever hold (pai.domain.neverfits)
+    warnings: tuple[SpecWarning, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +171,13 @@ class Launcher:
 
     def submit(self, owner: User, spec: JobSpec, config_text: str, warnings: Sequence[SpecWarning] = ()) -> Job:
         """A job for ``owner`` (the caller, as the request resolved them): its VC must be one their groups grant.
-        ``warnings`` (what the spec asks for and this cluster does not honour) go to its history."""
+        ``warnings`` (what the spec asks for and this cluster does not honour) go to its history, with what no node
+        could ever hold (``accept``)."""
+        return self.accept(owner, spec, config_text, warnings).job
+
+    def accept(self, owner: User, spec: JobSpec, config_text: str,
+               warnings: Sequence[SpecWarning] = ()) -> Submitted:
+        """``submit``, with every warning the job's history has."""
         now = self.clock()
         user = owner.name
         job = Job(id=_new_id(), user=user, spec=spec, submitted_at=now, tasks=initial_tasks(spec))
@@ -176,6 +191,7 @@ class Launcher:
                 job = replace(job, spec=storages.resolve(s, job.spec, owner))
             localpaths.require_allowed(job.spec, localpaths.roots_for(clu.local_paths, owner),
                                        master_paths(self.protected_paths))
+            warnings = (*warnings, *never_fits(job.spec, store_nodes.capacities(s)))
             store_jobs.insert_job(s, job, config_text)
             self.scheduling.changed(job.id)
             wakeups.job_changed(s, job.id)  # the leader's launcher, in whichever process it is, hears it at commit
@@ -183,7 +199,7 @@ class Launcher:
             for warning in warnings:
                 history.add_event(s, job.id, now, "warning", f"{warning.field}: {warning.message}", warning.to_dict())
         log.info("job submitted job=%s vc=%s tasks=%d", job.key, job.vc, len(job.tasks))
-        return job
+        return Submitted(job, tuple(warnings))
 
     def require_vc(self, s: Session, owner: User, vc: str) -> cluster.Cluster:
         """The cluster, once ``vc`` is known to exist, to be one of ``owner``'s and to accept jobs (else the error that

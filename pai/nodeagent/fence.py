@@ -43,7 +43,7 @@ def spawn_watchdog(work_dir: Path, owner: str, state_dir: Path, runtime: str = "
     ``lease``, the lease also reaches it by a pipe (see the module's doc)."""
     me = process_group.read_stat(os.getpid())
     read_end, write_end = os.pipe() if lease is not None else (-1, -1)
-    args = [sys.executable, "-m", "pai.nodeagent.fence", str(work_dir), owner, str(state_dir), str(os.getpid()),
+    args = [sys.executable, "-P", "-m", "pai.nodeagent.fence", str(work_dir), owner, str(state_dir), str(os.getpid()),
             str(me.start_ticks if me else 0), runtime, docker_host or "", str(read_end) if lease else ""]
     try:
         out = os.open(work_dir / "fence.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)

@@ -124,7 +124,7 @@ class SftpSession:
     async def start(cls, files: TaskFiles, client_version: str) -> SftpSession:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "pai.nodeagent.sftpchild", files.root, files.home, client_version,
+            sys.executable, "-P", "-m", "pai.nodeagent.sftpchild", files.root, files.home, client_version,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
             start_new_session=True)
         return cls(proc)

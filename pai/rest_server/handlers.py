@@ -8,7 +8,6 @@ from typing import Any
 
 from aiohttp import web
 
-from pai import __version__
 from pai.domain.errors import ForbiddenUserError, InvalidParametersError, NotLeaderError, NoVirtualClusterError
 from pai.domain.node import NodeState
 from pai.domain.node import sku_types as node_sku_types
@@ -23,6 +22,7 @@ from pai.rest_server.service import Context, credentials, reads, writes
 from pai.rest_server.views import node_view
 from pai.store import leases, masters
 from pai.store.db import Database
+from pai.version import __version__
 
 
 async def api_v1(request: web.Request) -> web.Response:

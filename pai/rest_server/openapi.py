@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from pai import __version__
+from pai.version import __version__
 
 DOCUMENT = "openapi.yaml"
 

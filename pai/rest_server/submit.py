@@ -35,9 +35,10 @@ def _submit(c: Context, owner: str | None, name: str | None, pairs: list[tuple[s
     if name is not None and parsed.spec.name != name:
         raise InvalidParametersError(f"jobName: the body names {parsed.spec.name!r}, the path {name!r}",
                                      field="jobName")
-    job = c.launcher.submit(user, parsed.spec, parsed.text, parsed.warnings)
-    return {"message": f"update job {job.name} successfully", "jobName": job.key,
-            "warnings": [w.to_dict() for w in parsed.warnings]}  # accepted, not honoured here (also in its events)
+    # accepted: the fields not honoured here, and what no node could ever hold (both also in its events)
+    submitted = c.launcher.accept(user, parsed.spec, parsed.text, parsed.warnings)
+    return {"message": f"update job {submitted.job.name} successfully", "jobName": submitted.job.key,
+            "warnings": [w.to_dict() for w in submitted.warnings]}
 
 
 async def submit_v2(request: web.Request) -> web.Response:

@@ -78,7 +78,7 @@ def test_the_config_entry_runs_the_proxy_for_the_task(run: Run, logged_in: FakeM
     assert lines[4:] == ["  HostKeyAlias pai-admin-box-worker-1", "  StrictHostKeyChecking accept-new",
                          "  ServerAliveInterval 30"]
     proxy = shlex.split(lines[3].removeprefix("  ProxyCommand "))
-    assert proxy[1:] == ["-m", "pai.cli.sshproxy", "admin~box", "--role", "worker", "--index", "1", "--proxy"]
+    assert proxy[1:] == ["-P", "-m", "pai.cli.sshproxy", "admin~box", "--role", "worker", "--index", "1", "--proxy"]
     assert logged_in.requests == []  # the role was given: nothing to ask
 
 

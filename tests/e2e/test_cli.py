@@ -73,6 +73,22 @@ def test_stop_from_the_cli(one_agent: Cluster, tmp_path: Path) -> None:
     assert c.wait_state("admin~sleeper", {"STOPPED"}, 10)["jobStatus"]["state"] == "STOPPED"
 
 
+def test_a_job_no_node_could_hold_is_submitted_with_a_warning_on_stderr(one_agent: Cluster, tmp_path: Path) -> None:
+    c = one_agent
+    pai(c, "login", "--master", c.url, "--user", "admin", "--password", ADMIN_PASSWORD, home=tmp_path)
+    spec = tmp_path / "huge.yaml"
+    spec.write_text("protocolVersion: 2\nname: huge\ntype: job\n"
+                    "prerequisites: [{type: dockerimage, name: img, uri: busybox}]\n"
+                    "taskRoles:\n  worker:\n    dockerImage: img\n    commands: ['true']\n"
+                    "    resourcePerInstance: {gpu: 0, cpu: 64, memoryMB: 256}\n")
+    r = pai(c, "submit", str(spec), home=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "admin~huge"
+    assert r.stderr == ("warning: taskRoles.worker.resourcePerInstance.cpu: asks 64 CPUs per instance; the largest "
+                        "node, node-a, has 4\n")
+    assert pai(c, "stop", "huge", home=tmp_path).returncode == 0  # it would wait for ever
+
+
 def test_a_code_dir_with_dotdot_gets_the_same_400_from_the_cli_and_from_rest(one_agent: Cluster,
                                                                             tmp_path: Path) -> None:
     c = one_agent

@@ -267,3 +267,17 @@ async def test_reports_that_wait_for_the_writer_are_stored_in_one_transaction(ap
     assert batcher.batches - before <= 2  # what waited went together (the last may have come after)
     status, series = await api.call("GET", f"/api/v2/trials/{first}/metrics?name=loss")
     assert status == 200 and [step for step, _ in series["metrics"]["loss"]] == list(range(10))
+
+
+async def test_a_trial_no_node_could_hold_is_submitted_with_the_warning_in_its_history(api: Api) -> None:
+    await add_node(api, "n1", gpu=0, cpu=16)
+    doc = experiment()
+    doc["trial"]["taskRoles"]["train"]["resourcePerInstance"]["gpu"] = 2
+    status, _ = await create(api, doc)
+    assert status == 202
+    await trials_when(api, lambda ts: len(ts) == 2, "two trials")
+    status, job = await api.call("GET", "/api/v2/jobs/admin~lr-trial-0")
+    assert status == 200 and job["jobStatus"]["state"] == "WAITING"
+    warnings = [e["message"] for e in job["events"] if e["kind"] == "warning"]
+    assert warnings == ["taskRoles.train.resourcePerInstance.gpu: asks 2 GPUs per instance; the largest node, n1, "
+                        "has 0"]

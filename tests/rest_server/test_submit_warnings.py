@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.rest_server.conftest import Api
+from tests.rest_server.conftest import AGENT_TOKEN, Api
 
 PLUGIN_AND_INFINIBAND = """
 protocolVersion: 2
@@ -56,3 +56,43 @@ async def test_a_job_with_nothing_unhonoured_has_an_empty_list(api: Api, gang: s
     status, answer = await api.call("POST", "/api/v2/jobs", body=V1_NO_GANG.replace("false", gang),
                                     content_type="application/json")
     assert (status, answer["warnings"]) == (202, [])
+
+
+BIG_GPU = PLUGIN_AND_INFINIBAND.replace("name: warned", "name: big").replace(
+    "resourcePerInstance: {cpu: 1, memoryMB: 256, gpu: 0}", "resourcePerInstance: {cpu: 1, memoryMB: 256, gpu: 64}")
+V1_BIG_MEMORY = V1_NO_GANG.replace('"memoryMB": 256', '"memoryMB": 999999')
+
+
+async def _register(api: Api, name: str, gpu: int, cpu: int, memory_mb: int) -> None:
+    reg = {"version": 1, "node": {"name": name, "address": "127.0.0.9",
+                                  "resources": {"gpu": gpu, "cpu": cpu, "memoryMB": memory_mb}}}
+    status, body = await api.call("POST", "/api/internal/agents/register", json_body=reg, token=AGENT_TOKEN)
+    assert status == 200, body
+
+
+@pytest.mark.parametrize(("path", "body", "ctype", "key", "warning"), [
+    pytest.param("/api/v2/jobs", BIG_GPU, "text/yaml", "admin~big",
+                 {"field": "taskRoles.worker.resourcePerInstance.gpu",
+                  "message": "asks 64 GPUs per instance; the largest node, n2, has 8"}, id="v2 GPUs"),
+    pytest.param("/api/v1/jobs", V1_BIG_MEMORY, "application/json", "admin~nogang",
+                 {"field": "taskRoles[0].memoryMB",
+                  "message": "asks 999999 MB of memory per instance; the largest node, n1, has 65536"}, id="v1 memory"),
+])
+async def test_what_no_node_could_ever_hold_is_accepted_with_a_warning(api: Api, path: str, body: str, ctype: str,
+                                                                      key: str, warning: dict[str, str]) -> None:
+    await _register(api, "n1", 0, 16, 65536)
+    await _register(api, "n2", 8, 8, 32768)
+    status, answer = await api.call("POST", path, body=body, content_type=ctype)
+    assert status == 202, answer  # OpenPAI accepts it: it waits, NeverFits
+    assert warning in answer["warnings"]
+    status, detail = await api.call("GET", f"/api/v2/jobs/{key}")
+    assert status == 200 and detail["jobStatus"]["state"] == "WAITING"
+    events = [e["message"] for e in detail["events"] if e["kind"] == "warning"]
+    assert f"{warning['field']}: {warning['message']}" in events
+
+
+async def test_a_job_the_nodes_can_hold_has_no_such_warning(api: Api) -> None:
+    await _register(api, "n1", 64, 128, 1 << 20)
+    status, answer = await api.call("POST", "/api/v2/jobs", body=BIG_GPU, content_type="text/yaml")
+    assert status == 202
+    assert not [w for w in answer["warnings"] if w["field"].startswith("taskRoles.worker.resourcePerInstance")]
