@@ -44,7 +44,7 @@ class Up:
         found = {}
         for pid in pids:
             argv = (Path("/proc") / pid / "cmdline").read_bytes().split(b"\0")
-            found[argv[3].decode()] = int(pid)  # python -m pai <command> ...
+            found[argv[argv.index(b"pai") + 1].decode()] = int(pid)  # python [-P] -m pai <command> ...
         return found
 
     def pai(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
