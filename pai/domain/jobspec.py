@@ -60,6 +60,20 @@ class SshPlugin:
 
 
 @dataclass(frozen=True, slots=True)
+class ElasticRange:
+    """How far an elastic role may stretch (``extras.elastic.<role>``, issue 31): it is admitted at
+    ``min_instances`` (a gang at its minimum) and may grow to ``max_instances``; ``instances`` is the size it asks
+    for first. ``min_instances == max_instances``: accepted, and the role never resizes."""
+
+    min_instances: int
+    max_instances: int
+
+    @property
+    def resizable(self) -> bool:
+        return self.min_instances < self.max_instances
+
+
+@dataclass(frozen=True, slots=True)
 class TaskRoleSpec:
     name: str
     instances: int
@@ -76,6 +90,7 @@ class TaskRoleSpec:
     # labels a task's node must carry (label -> value): the role's extras selector merged over the job's
     node_selector: dict[str, str] = field(default_factory=dict)
     ssh: SshPlugin | None = None  # the role's ssh runtime plugin; None: it has none
+    elastic: ElasticRange | None = None  # extras.elastic.<role>; None: the role keeps ``instances``
 
     @property
     def total(self) -> Resources:
@@ -140,6 +155,11 @@ class JobSpec:
         for r in self.task_roles:
             acc = acc + r.total
         return acc
+
+    @property
+    def is_elastic(self) -> bool:
+        """Whether any role may resize (a range wider than one size)."""
+        return any(r.elastic is not None and r.elastic.resizable for r in self.task_roles)
 
     @property
     def instance_count(self) -> int:

@@ -1,5 +1,6 @@
 """The cluster's job-size limits (``limits`` of the cluster configuration), checked on a schema-valid spec before
-it is normalized, so that an oversized job is refused before anything is built for its tasks."""
+it is normalized, so that an oversized job is refused before anything is built for its tasks; an elastic job's
+ranges (:mod:`pai.jobspec.elastic`) are checked here too, at the sizes it may grow to."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 from pai.domain.errors import InvalidProtocolError
 from pai.domain.limits import JobLimits
 from pai.jobspec.checks import whole
+from pai.jobspec.elastic import check_elastic
 from pai.jobspec.schema import ProtocolVersion
 
 
@@ -34,3 +36,4 @@ def check_job_limits(config: dict[str, Any], version: ProtocolVersion, limits: J
             " (cluster limit tasksPerJob)",
             field="taskRoles",
         )
+    check_elastic(config, version, limits)

@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pai.domain.jobspec import SpecWarning
+from pai.jobspec.elastic import elastic_warnings
 from pai.jobspec.plugins import PREFIX, plugin_warnings
 from pai.jobspec.schema import ProtocolVersion
 from pai.jobspec.sshplugin import ssh_warnings
@@ -18,9 +19,9 @@ from pai.jobspec.sshplugin import ssh_warnings
 HIVED = "hivedScheduler"
 _EXTRAS = {
     ProtocolVersion.V1: frozenset({HIVED, "gangAllocation", "preemptible", "submitFrom", "nodeSelector", "wholeNodes",
-                                   "expectedDurationSeconds"}),
+                                   "expectedDurationSeconds", "elastic"}),
     ProtocolVersion.V2: frozenset({HIVED, "gangAllocation", "preemptible", "submitFrom", "storages", PREFIX,
-                                   "nodeSelector", "wholeNodes", "expectedDurationSeconds"}),
+                                   "nodeSelector", "wholeNodes", "expectedDurationSeconds", "elastic"}),
 }
 _HIVED_READ = frozenset({"jobPriorityClass", "taskRoles"})
 _HIVED_ROLE_READ = frozenset({"skuType", "gpuType", "skuNum", "skuNumber", "nodeSelector"})
@@ -50,6 +51,7 @@ def _top_level(config: dict[str, Any], version: ProtocolVersion) -> Iterator[Spe
 
 def _extras(extras: Mapping[str, Any], version: ProtocolVersion) -> Iterator[SpecWarning]:
     yield from _unread(extras, _EXTRAS[version], "extras")
+    yield from elastic_warnings({"extras": extras})
     hived: Mapping[str, Any] = extras.get(HIVED) or {}
     yield from _unread(hived, _HIVED_READ, f"extras.{HIVED}")
     for role, options in (hived.get("taskRoles") or {}).items():

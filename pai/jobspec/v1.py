@@ -16,6 +16,7 @@ from pai.jobspec.checks import (
     whole,
     whole_or_none,
 )
+from pai.jobspec.elastic import with_ranges
 from pai.jobspec.extras import Extras
 
 DEFAULT_SHM_MB = 64
@@ -33,8 +34,8 @@ def normalize(config: dict[str, Any], classes: Mapping[str, int] = PRIORITY_CLAS
     gpu_type = config.get("gpuType") or None
     return JobSpec(
         name=name,
-        task_roles=extras.with_selectors(
-            tuple(_role(i, r, image, extras.sku_types.get(r["name"], gpu_type)) for i, r in enumerate(roles))),
+        task_roles=with_ranges(config, extras.with_selectors(
+            tuple(_role(i, r, image, extras.sku_types.get(r["name"], gpu_type)) for i, r in enumerate(roles)))),
         protocol_version=1,
         virtual_cluster=config.get("virtualCluster") or "default",
         retry_count=whole(config.get("retryCount", 0)),

@@ -10,6 +10,7 @@ from pai.domain.errors import InvalidProtocolError
 from pai.domain.jobspec import PRIORITY_CLASSES, JobSpec, PortSpec, RegistryAuth, TaskRoleSpec
 from pai.domain.resources import Resources
 from pai.jobspec.checks import require_shm_within_memory, require_unique, whole, whole_or_none
+from pai.jobspec.elastic import with_ranges
 from pai.jobspec.extras import Extras
 from pai.jobspec.plugins import Render, check_role_prerequisites, wrap
 from pai.jobspec.sshplugin import role_ssh
@@ -46,7 +47,7 @@ def normalize(config: dict[str, Any], classes: Mapping[str, int] = PRIORITY_CLAS
     defaults: dict[str, Any] = config.get("defaults") or {}
     return JobSpec(
         name=config["name"],
-        task_roles=extras.with_selectors(task_roles),
+        task_roles=with_ranges(config, extras.with_selectors(task_roles)),
         protocol_version=2,
         virtual_cluster=defaults.get("virtualCluster") or "default",
         retry_count=whole(config.get("jobRetryCount", 0)),

@@ -10,7 +10,7 @@ from dataclasses import fields
 from typing import Any
 
 from pai.domain.job import Task
-from pai.domain.jobspec import JobSpec, PortSpec, RegistryAuth, SshPlugin, TaskRoleSpec
+from pai.domain.jobspec import ElasticRange, JobSpec, PortSpec, RegistryAuth, SshPlugin, TaskRoleSpec
 from pai.domain.node import Node, NodeState
 from pai.domain.resources import Resources
 from pai.domain.states import TaskState
@@ -22,6 +22,7 @@ _ROLE_FIELDS = frozenset(f.name for f in fields(TaskRoleSpec))
 _PORT_FIELDS = frozenset(f.name for f in fields(PortSpec))
 _AUTH_FIELDS = frozenset(f.name for f in fields(RegistryAuth))
 _MOUNT_FIELDS = frozenset(f.name for f in fields(StorageMount))
+_RANGE_FIELDS = frozenset(f.name for f in fields(ElasticRange))
 
 
 def _scalars(value: object, names: frozenset[str]) -> dict[str, Any]:
@@ -38,6 +39,7 @@ def role_to_dict(role: TaskRoleSpec) -> dict[str, Any]:
     d["ports"] = [_scalars(p, _PORT_FIELDS) for p in role.ports]
     d["image_auth"] = None if role.image_auth is None else _scalars(role.image_auth, _AUTH_FIELDS)
     d["ssh"] = None if role.ssh is None else {"job_ssh": role.ssh.job_ssh, "user_keys": list(role.ssh.user_keys)}
+    d["elastic"] = None if role.elastic is None else _scalars(role.elastic, _RANGE_FIELDS)
     return d
 
 
@@ -49,6 +51,8 @@ def role_from_dict(d: dict[str, Any]) -> TaskRoleSpec:
     kwargs["image_auth"] = None if auth is None else RegistryAuth(**_known(auth, _AUTH_FIELDS))
     ssh = d.get("ssh")
     kwargs["ssh"] = None if ssh is None else SshPlugin(bool(ssh.get("job_ssh")), tuple(ssh.get("user_keys") or ()))
+    elastic = d.get("elastic")
+    kwargs["elastic"] = None if elastic is None else ElasticRange(**_known(elastic, _RANGE_FIELDS))
     return TaskRoleSpec(**kwargs)
 
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from pai.domain.job import Job, initial_tasks
-from pai.domain.jobspec import JobSpec, PortSpec, RegistryAuth, SshPlugin, TaskRoleSpec
+from pai.domain.jobspec import ElasticRange, JobSpec, PortSpec, RegistryAuth, SshPlugin, TaskRoleSpec
 from pai.domain.node import Node
 from pai.domain.resources import Resources
 from pai.domain.states import JobState
@@ -53,6 +53,7 @@ def full_spec() -> JobSpec:
         image_auth=RegistryAuth("bot", "pw", "reg.example:5000"),
         node_selector={"zone": "b", "ssd": "yes"},
         ssh=SshPlugin(job_ssh=True, user_keys=("ssh-ed25519 AAAA user",)),
+        elastic=ElasticRange(1, 6),
     )
     return JobSpec(
         name="full-job_1.0",

@@ -8,7 +8,7 @@ from dataclasses import fields
 import pytest
 
 from pai.domain.job import Task
-from pai.domain.jobspec import JobSpec, PortSpec, TaskRoleSpec
+from pai.domain.jobspec import ElasticRange, JobSpec, PortSpec, TaskRoleSpec
 from pai.domain.node import Node, NodeState
 from pai.domain.resources import Resources
 from pai.domain.states import TaskState
@@ -44,6 +44,7 @@ def test_spec_round_trip_through_json(value: JobSpec) -> None:
         pytest.param(JobSpec, full_spec(), id="JobSpec"),
         pytest.param(TaskRoleSpec, full_spec().task_roles[1], id="TaskRoleSpec"),
         pytest.param(PortSpec, full_spec().task_roles[1].ports[0], id="PortSpec"),
+        pytest.param(ElasticRange, full_spec().task_roles[1].elastic, id="ElasticRange"),
     ],
 )
 def test_full_spec_sets_every_field(cls: type, sample: object) -> None:
