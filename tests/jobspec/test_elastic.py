@@ -130,4 +130,5 @@ def test_a_trial_is_checked_as_a_job_with_its_errors_under_trial() -> None:
     with pytest.raises(InvalidProtocolError) as caught:
         check_trial(trial, "exp")
     assert caught.value.field == f"trial.{E}.worker.minInstances"
-    assert caught.value.message == f"trial.{E}.worker.minInstances: 3 is greater than taskRoles.worker.instances 2 {RULE}"
+    assert caught.value.message == (f"trial.{E}.worker.minInstances: 3 is greater than taskRoles.worker.instances 2"
+                                    f" {RULE}")
