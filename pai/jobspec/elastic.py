@@ -95,8 +95,9 @@ def with_ranges(config: Mapping[str, Any], roles: tuple[TaskRoleSpec, ...]) -> t
         if r.name in elastic else r for r in roles)
 
 
-def elastic_warnings(config: Mapping[str, Any]) -> Iterator[SpecWarning]:
-    """Until the scheduler resizes jobs, an elastic job runs at the sizes it asks for first; the answer says so."""
-    if any(whole(e["minInstances"]) < whole(e["maxInstances"]) for e in entries(config).values()):
+def elastic_warnings(extras: Mapping[str, Any]) -> Iterator[SpecWarning]:
+    """Until the scheduler resizes jobs, an elastic job runs at the sizes it asks for first; the answer says so
+    (``extras``: a schema-valid, checked spec's)."""
+    if any(whole(e["minInstances"]) < whole(e["maxInstances"]) for e in entries({"extras": extras}).values()):
         yield SpecWarning(ELASTIC_FIELD, "read and kept, not yet honoured: each role runs at its instances"
                           " (taskNumber in v1) until elastic scheduling lands (in progress, issue 31)")

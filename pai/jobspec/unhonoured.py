@@ -51,7 +51,7 @@ def _top_level(config: dict[str, Any], version: ProtocolVersion) -> Iterator[Spe
 
 def _extras(extras: Mapping[str, Any], version: ProtocolVersion) -> Iterator[SpecWarning]:
     yield from _unread(extras, _EXTRAS[version], "extras")
-    yield from elastic_warnings({"extras": extras})
+    yield from elastic_warnings(extras)
     hived: Mapping[str, Any] = extras.get(HIVED) or {}
     yield from _unread(hived, _HIVED_READ, f"extras.{HIVED}")
     for role, options in (hived.get("taskRoles") or {}).items():
