@@ -47,7 +47,11 @@ def _checked(c: Context, s: Session, raw: bytes, content_type: str) -> tuple[Par
 def _create(c: Context, raw: bytes, content_type: str) -> dict[str, Any]:
     with c.db.session() as s, located(raw):
         parsed, vc = _checked(c, s, raw, content_type)
-        row = c.launcher.experiments.create(s, c.user, parsed, vc)
+        try:
+            row = c.launcher.experiments.create(s, c.user, parsed, vc)
+        except ConflictExperimentError as e:  # the name's line, as a dry run's
+            e.field = e.field or "name"
+            raise
     return {"message": f"experiment {row.key} created", "experimentName": row.key}
 
 

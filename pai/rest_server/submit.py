@@ -44,7 +44,11 @@ def _submit(c: Context, owner: str | None, name: str | None, pairs: list[tuple[s
         raise InvalidParametersError(f"jobName: the body names {parsed.spec.name!r}, the path {name!r}",
                                      field="jobName")
     with located(raw):
-        job = c.launcher.submit(user, parsed.spec, parsed.text, parsed.warnings)
+        try:
+            job = c.launcher.submit(user, parsed.spec, parsed.text, parsed.warnings)
+        except ConflictJobError as e:  # the name's line, as a dry run's
+            e.field = e.field or _name_field(parsed.protocol_version)
+            raise
     return {"message": f"update job {job.name} successfully", "jobName": job.key,
             "warnings": [w.to_dict() for w in parsed.warnings]}  # accepted, not honoured here (also in its events)
 
@@ -59,10 +63,13 @@ def _dry_run(c: Context, raw: bytes, content_type: str) -> dict[str, Any]:
             c.launcher.admit(s, c.user, parsed.spec)
             key = job_key(c.user.name, parsed.spec.name)
             if store_jobs.key_exists(s, key):
-                raise ConflictJobError(f"job {key} already exists",
-                                       field="jobName" if parsed.protocol_version == 1 else "name")
+                raise ConflictJobError(f"job {key} already exists", field=_name_field(parsed.protocol_version))
     return {"message": f"job {key} would be accepted (dry run: nothing stored)", "jobName": key, "dryRun": True,
             "protocolVersion": parsed.protocol_version, "warnings": [w.to_dict() for w in parsed.warnings]}
+
+
+def _name_field(protocol_version: int) -> str:
+    return "jobName" if protocol_version == 1 else "name"
 
 
 def dry_run(request: web.Request) -> bool:

@@ -98,11 +98,21 @@ def test_a_job_from_a_template_is_checked_as_typed_refused_at_its_line_then_subm
     page.select_option("#template", "experiment")  # an experiment goes to its own API
     expect(page.locator("#target")).to_contain_text("POST /api/v2/experiments")
     expect(check).to_contain_text("alice~lr-search")
+    text = editor.input_value()  # its trials' VC is near its end: the error's line is scrolled to, band and all
+    line = text.splitlines().index("    virtualCluster: default") + 1
+    editor.fill(text.replace("    virtualCluster: default", "    virtualCluster: nope"))
+    expect(check).to_have_attribute("data-line", str(line))
+    page.click("#check button.link-line")
+    marked = page.locator(".editor .gutter-lines .marked")
+    expect(marked).to_have_attribute("data-line", str(line))
+    expect(marked).to_be_in_viewport()
+    row, band, box = (page.locator(s).bounding_box() for s in (".editor .gutter-lines .marked", ".editor .band",
+                                                               ".editor"))
+    assert row and band and box and abs(row["y"] - band["y"]) < 2 and box["y"] < band["y"] < box["y"] + box["height"]
 
     editor.fill(BROKEN)
     expect(check).to_have_attribute("data-state", "error")
     expect(check).to_contain_text("taskRoles.worker.resourcePerInstance.gpu")
-    marked = page.locator(".editor .gutter-lines .marked")
     expect(marked).to_have_count(1)
     expect(marked).to_have_attribute("data-line", str(BROKEN_LINE))
     expect(page.locator(".editor .band")).to_be_visible()

@@ -85,9 +85,12 @@ async def test_an_invalid_job_is_refused_as_a_submission_is_with_its_line(api: A
 
 async def test_a_name_taken_is_a_conflict_at_the_names_line(api: Api) -> None:
     assert (await api.call("POST", "/api/v2/jobs", body=JOB, content_type=YAML))[0] == 202
-    status, answer = await api.call("POST", "/api/v2/jobs?dryRun=true", body=JOB, content_type=YAML)
-    assert (status, answer["code"], answer["line"]) == (409, "ConflictJobError", 2)
+    dry = await api.call("POST", "/api/v2/jobs?dryRun=true", body=JOB, content_type=YAML)
+    assert (dry[0], dry[1]["code"], dry[1]["line"]) == (409, "ConflictJobError", 2)
+    assert await api.call("POST", "/api/v2/jobs", body=JOB, content_type=YAML) == dry
     assert await jobs_stored(api) == 1
+    status, answer = await api.call("POST", "/api/v2/jobs?dryRun=true", json_body={**V1, "jobName": "dry"})
+    assert (status, answer["code"], answer["line"]) == (409, "ConflictJobError", 1)  # JSON on one line: jobName's
 
 
 async def test_dry_run_takes_true_or_false(api: Api) -> None:
@@ -119,6 +122,11 @@ async def test_an_experiment_dry_run_stores_nothing_and_names_its_errors_line(ap
     assert (status, answer["code"]) == (404, "NoVirtualClusterError")
     assert "virtualCluster: nope" in elsewhere.splitlines()[answer["line"] - 1]  # trial.defaults' own line
     assert await experiments_stored(api) == []
+    assert (await api.call("POST", "/api/v2/experiments", body=text, content_type=YAML))[0] == 202
+    dry = await api.call("POST", "/api/v2/experiments?dryRun=true", body=text, content_type=YAML)
+    assert (dry[0], dry[1]["code"], dry[1]["line"]) == (409, "ConflictExperimentError", 2)  # name's
+    assert await api.call("POST", "/api/v2/experiments", body=text, content_type=YAML) == dry
+    assert len(await experiments_stored(api)) == 1
 
 
 async def test_every_template_is_a_document_a_dry_run_accepts(api: Api) -> None:
