@@ -6,11 +6,15 @@ error carries the same line. And ``GET /api/v2/job-templates``: the shipped exam
 from __future__ import annotations
 
 import json
+import tomllib
+from fnmatch import fnmatch
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from pai.rest_server.templates import templates
 from tests.rest_server.conftest import Api
 from tests.rest_server.test_experiments import experiment
 
@@ -142,3 +146,13 @@ async def test_every_template_is_a_document_a_dry_run_accepts(api: Api) -> None:
         status, answer = await api.call("POST", f"{path}?dryRun=true", body=t["text"], content_type=ctype)
         assert status == 200, (t["name"], answer)
     assert await jobs_stored(api) == 0 and await experiments_stored(api) == []
+
+
+def test_the_templates_are_the_repositorys_examples_and_ship_in_the_wheel() -> None:
+    root = Path(__file__).resolve().parents[2]
+    assert (root / "pai" / "rest_server" / "examples").resolve() == root / "examples"
+    patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"][
+        "pai.rest_server"]
+    files = [t["file"] for t in templates()]
+    assert files and all(any(fnmatch(f"examples/{f}", p) for p in patterns) for f in files)
+    assert all(t["text"] == (root / "examples" / t["file"]).read_text() for t in templates())
