@@ -5,6 +5,8 @@ The field path is the errors' own (``taskRoles.worker.resourcePerInstance.gpu``,
 line of the deepest part of it the document has (a missing field: its parent's); a bare name the document has
 nowhere at the top (``virtualCluster`` of a v2 job or an experiment) is a key of that name nearest the top. A syntax
 error's or a duplicate key's message already says its line (``... at line 3 column 5``, ``(line 7)``): that one.
+A document past :data:`MAX_LOCATED` gets no line: composing it again would cost the writer thread (where a
+submission is parsed) as much as its parse did, for a document no editor shows.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import yaml
 
 from pai.domain.errors import PaiError
 
+MAX_LOCATED = 64 * 1024  # characters
 _IN_MESSAGE = re.compile(r"\bline (\d+)(?: column \d+|\))")
 _INDEX = re.compile(r"\[(\d+)\]")
 
@@ -35,11 +38,11 @@ def located(body: bytes | str) -> Iterator[None]:
 
 def line_of(text: str, field: str, message: str = "") -> int | None:
     """The line of ``field`` in ``text``, or None where it cannot be told (the document's root, a text that does
-    not compose)."""
+    not compose or is past :data:`MAX_LOCATED`)."""
     said = _IN_MESSAGE.search(message)
     if said:
         return int(said.group(1))
-    if not field:
+    if not field or len(text) > MAX_LOCATED:
         return None
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)

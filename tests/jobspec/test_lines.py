@@ -8,7 +8,7 @@ import pytest
 
 from pai.domain import InvalidProtocolError
 from pai.jobspec import parse_job
-from pai.jobspec.lines import line_of
+from pai.jobspec.lines import MAX_LOCATED, line_of
 from tests.jobspec.test_cases import CASES, INVALID
 
 DOC = """protocolVersion: 2
@@ -48,6 +48,9 @@ def test_a_message_that_says_its_line_is_taken_and_json_is_read_as_yaml() -> Non
     text = json.dumps({"jobName": "x", "taskRoles": [{"name": "a", "gpuNumber": "two"}]}, indent=2)
     assert line_of(text, "taskRoles[0].gpuNumber") == 6
     assert line_of("{not: yaml: at all", "x") is None
+    padded = DOC + "#" * MAX_LOCATED  # too long to compose again: no line, unless the message has it
+    assert line_of(padded, "taskRoles.worker.resourcePerInstance.gpu") is None
+    assert line_of(padded, "", "malformed YAML: ... at line 3 column 1") == 3
 
 
 @pytest.mark.parametrize("rel", INVALID)
