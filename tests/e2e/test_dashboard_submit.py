@@ -77,6 +77,7 @@ def test_a_job_from_a_template_is_checked_as_typed_refused_at_its_line_then_subm
     expect.set_options(timeout=WAIT_MS)
     alice = as_alice(dash)
     alice.submit(TOO_BIG.format(name="waits").encode(), "text/yaml")  # one job in default's queue
+    before = alices_jobs(alice)
     sign_in(page, dash.url, *ALICE, expect)
     page.click("nav a[data-page=submit]")
     expect(page.locator("h1")).to_have_text("Submit a job")
@@ -121,7 +122,7 @@ def test_a_job_from_a_template_is_checked_as_typed_refused_at_its_line_then_subm
     expect(check).to_have_attribute("data-state", "error")  # "submitting" until the master answers
     expect(check).to_have_attribute("data-line", str(BROKEN_LINE))
     expect(marked).to_have_attribute("data-line", str(BROKEN_LINE))
-    assert alices_jobs(alice) == ["waits"]
+    assert alices_jobs(alice) == before
 
     editor.fill(BROKEN.replace("gpu: -1", "gpu: 0"))
     expect(check).to_have_attribute("data-state", "ok")
@@ -129,7 +130,7 @@ def test_a_job_from_a_template_is_checked_as_typed_refused_at_its_line_then_subm
     shot(page, "submit")
     page.click("#submit")
     expect(page.locator("h1")).to_contain_text("alice~hello-v2")
-    assert alices_jobs(alice) == ["hello-v2", "waits"]
+    assert alices_jobs(alice) == sorted([*before, "hello-v2"])
     assert dash.job("alice~hello-v2")["jobStatus"]["virtualCluster"] == "team"
 
 
@@ -151,3 +152,21 @@ def test_clone_opens_the_page_filled_in_with_the_jobs_config(dash: Cluster, page
     expect(page.locator("h1")).to_contain_text("alice~original-clone-")
     clone = page.locator("h1").inner_text().split()[0]
     assert dash.job(clone)["jobStatus"]["username"] == ALICE[0]
+
+
+def test_a_v1_json_template_by_its_link_takes_the_vc_picked_and_is_submitted(dash: Cluster, page: Any,
+                                                                            pw: Any) -> None:
+    expect = pw.expect
+    expect.set_options(timeout=WAIT_MS)
+    sign_in(page, dash.url, *ALICE, expect)
+    page.goto(f"{dash.url}/#/submit?template=hello-v1")
+    editor = page.locator(".editor textarea")
+    expect(editor).to_have_value(re.compile(r'"jobName": "hello-v1"'))
+    expect(page.locator("#target")).to_have_text("a v1 job (JSON) → POST /api/v2/jobs")
+    expect(page.locator("#check")).to_have_attribute("data-state", "ok")
+    page.select_option("#vc", "team")
+    expect(editor).to_have_value(re.compile(r'^  "virtualCluster": "team",$', re.M))  # v1's own field
+    expect(page.locator("#check")).to_have_attribute("data-state", "ok")
+    page.click("#submit")
+    expect(page.locator("h1")).to_contain_text("alice~hello-v1")
+    assert dash.job("alice~hello-v1")["jobStatus"]["virtualCluster"] == "team"

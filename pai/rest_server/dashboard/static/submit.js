@@ -64,6 +64,8 @@ export function mount(root, ctx) {
 
   function refused(e) {
     if (!(e instanceof ApiError)) {
+      check.dataset.state = "unchecked";
+      show(check, h("span.muted", {}, "Not checked: the master did not answer."));
       ctx.report(e);
       return;
     }
@@ -108,6 +110,7 @@ export function mount(root, ctx) {
 
   function pickTemplate(name) {
     const t = shipped.find((x) => x.name === name);
+    templates.value = ""; // an action, not a state: the same template can be picked again
     if (t) load(t.text);
   }
 
@@ -130,7 +133,6 @@ export function mount(root, ctx) {
     templates.append(...list.map((t) => h("option", { value: t.name }, `${t.name} (${t.kind}, ${t.syntax})`)));
     const asked = ctx.query.get("template");
     if (!clone && asked) {
-      templates.value = asked;
       pickTemplate(asked);
     } else if (!clone) {
       validate();
