@@ -13,9 +13,13 @@ class PaiError(Exception):
         super().__init__(message)
         self.message = message
         self.field = field
+        self.line: int | None = None  # where a submitted document has the field at fault (1-based), when known
 
-    def to_body(self) -> dict[str, str | None]:
-        return {"code": self.code, "message": self.message}
+    def to_body(self) -> dict[str, str | int | None]:
+        body: dict[str, str | int | None] = {"code": self.code, "message": self.message}
+        if self.line is not None:
+            body["line"] = self.line
+        return body
 
 
 class InvalidProtocolError(PaiError):
@@ -239,7 +243,7 @@ class NotLeaderError(PaiError):
         super().__init__(f"this master is a standby; {where}")
         self.leader = leader
 
-    def to_body(self) -> dict[str, str | None]:
+    def to_body(self) -> dict[str, str | int | None]:
         return {**super().to_body(), "leader": self.leader}
 
 

@@ -182,16 +182,9 @@ class Launcher:
         user = owner.name
         job = Job(id=_new_id(), user=user, spec=spec, submitted_at=now, tasks=initial_tasks(spec))
         with self.db.session() as s:
-            clu = self.require_vc(s, owner, spec.virtual_cluster)
-            if not spec.preemptible:  # extras.preemptible: false is a right the configuration grants
-                clu.config.non_preemptible.require(user, owner.groups, spec.priority_class, admin=owner.admin)
-            job = replace(job, spec=pathvars.bind(spec, user, cluster.default_fs(s)))  # v1's $PAI_USER_NAME, ...
+            job = replace(job, spec=self.admit(s, owner, spec))
             job = replace(job, spec=sshaccess.with_key_pair(job.spec, job.key))  # the ssh plugin's, sealed
-            if spec.storages:  # resolved against the storages as they are now
-                job = replace(job, spec=storages.resolve(s, job.spec, owner))
-            localpaths.require_allowed(job.spec, localpaths.roots_for(clu.local_paths, owner),
-                                       master_paths(self.protected_paths))
-            warnings = (*warnings, *never_fits(job.spec, store_nodes.capacities(s)))
+            warnings = (*warnings, *self.foreseen(s, job.spec))
             store_jobs.insert_job(s, job, config_text)
             self.scheduling.changed(job.id)
             wakeups.job_changed(s, job.id)  # the leader's launcher, in whichever process it is, hears it at commit
@@ -200,6 +193,24 @@ class Launcher:
                 history.add_event(s, job.id, now, "warning", f"{warning.field}: {warning.message}", warning.to_dict())
         log.info("job submitted job=%s vc=%s tasks=%d", job.key, job.vc, len(job.tasks))
         return Submitted(job, tuple(warnings))
+
+    def admit(self, s: Session, owner: User, spec: JobSpec) -> JobSpec:
+        """``spec`` as ``owner`` may submit it now (``submit``'s checks, and a dry run's): its VC one their groups
+        grant and open, non-preemption a right they have, its paths bound (v1's ``$PAI_USER_NAME``, ...), its
+        storages resolved against those there are now and its local paths allowed."""
+        clu = self.require_vc(s, owner, spec.virtual_cluster)
+        if not spec.preemptible:  # extras.preemptible: false is a right the configuration grants
+            clu.config.non_preemptible.require(owner.name, owner.groups, spec.priority_class, admin=owner.admin)
+        spec = pathvars.bind(spec, owner.name, cluster.default_fs(s))
+        if spec.storages:
+            spec = storages.resolve(s, spec, owner)
+        localpaths.require_allowed(spec, localpaths.roots_for(clu.local_paths, owner),
+                                   master_paths(self.protected_paths))
+        return spec
+
+    def foreseen(self, s: Session, spec: JobSpec) -> tuple[SpecWarning, ...]:
+        """What no node of the cluster as it stands could ever hold of ``spec`` (warnings: the job is accepted)."""
+        return tuple(never_fits(spec, store_nodes.capacities(s)))
 
     def require_vc(self, s: Session, owner: User, vc: str) -> cluster.Cluster:
         """The cluster, once ``vc`` is known to exist, to be one of ``owner``'s and to accept jobs (else the error that

@@ -16,30 +16,55 @@ import time
 from typing import Any
 
 from aiohttp import web
+from sqlalchemy.orm import Session
 
-from pai.domain.errors import ForbiddenUserError, InvalidParametersError, UnauthorizedUserError
+from pai.domain.errors import ConflictExperimentError, ForbiddenUserError, InvalidParametersError, UnauthorizedUserError
 from pai.domain.experiment import ExperimentState
-from pai.jobspec.experiment import parse_experiment
+from pai.jobspec.experiment import ParsedExperiment, parse_experiment
+from pai.jobspec.lines import located
 from pai.launcher.access import may_read_jobs_of, require_reader
 from pai.rest_server.bodies import json_body
 from pai.rest_server.experiment_views import checkpoint_view, experiment_view, series_view
 from pai.rest_server.keys import REPORTS, SERVICE
 from pai.rest_server.service import Context, anonymous, credentials, reads, writes
+from pai.rest_server.submit import dry_run
 from pai.store import credentials as tokens
 from pai.store import experiments as store
 from pai.store import trial_reports
 from pai.store.trial_reports import Incoming
 
 
-@writes(wakes=True)
-def _create(c: Context, raw: bytes, content_type: str) -> dict[str, Any]:
+def _checked(c: Context, s: Session, raw: bytes, content_type: str) -> tuple[ParsedExperiment, str]:
+    """The document parsed and checked as a creation does, and its trials' VC."""
     classes, limits = c.launcher.submission_rules()
     parsed = parse_experiment(raw, content_type, priority_classes=classes, limits=limits)
     vc = (parsed.experiment.trial.get("defaults") or {}).get("virtualCluster") or "default"
-    with c.db.session() as s:
-        c.launcher.require_vc(s, c.user, vc)
-        row = c.launcher.experiments.create(s, c.user, parsed, vc)
+    c.launcher.require_vc(s, c.user, vc)
+    return parsed, vc
+
+
+@writes(wakes=True)
+def _create(c: Context, raw: bytes, content_type: str) -> dict[str, Any]:
+    with c.db.session() as s, located(raw):
+        parsed, vc = _checked(c, s, raw, content_type)
+        try:
+            row = c.launcher.experiments.create(s, c.user, parsed, vc)
+        except ConflictExperimentError as e:  # the name's line, as a dry run's
+            e.field = e.field or "name"
+            raise
     return {"message": f"experiment {row.key} created", "experimentName": row.key}
+
+
+@reads
+def _dry_run(c: Context, raw: bytes, content_type: str) -> dict[str, Any]:
+    """``_create``'s parsing and checks (and that the name is free), nothing stored."""
+    with c.db.session() as s, located(raw):
+        parsed, _ = _checked(c, s, raw, content_type)
+        key = f"{c.user.name}~{parsed.experiment.name}"
+        if store.experiment_exists(s, key):
+            raise ConflictExperimentError(f"experiment {key} already exists", field="name")
+    return {"message": f"experiment {key} would be created (dry run: nothing stored)", "experimentName": key,
+            "dryRun": True}
 
 
 @reads
@@ -144,8 +169,10 @@ def _trial_id(request: web.Request) -> int:
 
 
 async def create(request: web.Request) -> web.Response:
-    answer = await request.app[SERVICE](credentials(request), _create, await request.read(), request.content_type)
-    return web.json_response(answer, status=202)
+    """``POST /api/v2/experiments``; with ``?dryRun=true`` checked only (200, nothing stored)."""
+    creds, op = credentials(request), _dry_run if dry_run(request) else _create
+    answer = await request.app[SERVICE](creds, op, await request.read(), request.content_type)
+    return web.json_response(answer, status=200 if op is _dry_run else 202)
 
 
 async def list_experiments(request: web.Request) -> web.Response:

@@ -19,6 +19,7 @@ from pai.rest_server import (
     ssh,
     storages,
     submit,
+    templates,
     tunnel,
     users,
     vcs,
@@ -88,7 +89,8 @@ _users: list[web.RouteDef] = [
     web.get(V1_JOB, jobs.job_detail_handler),
     web.get(V1_JOB + "/config", jobs.job_config),
     web.put(V1_JOB + "/executionType", jobs.execution_type),
-    web.post("/api/v2/jobs", submit.submit_v2),
+    web.post("/api/v2/jobs", submit.submit_v2),  # ?dryRun=true: checked, not stored
+    web.get("/api/v2/job-templates", templates.list_templates),  # examples/, for the dashboard's editor
     web.get("/api/v2/jobs", jobs.list_jobs),
     web.get(JOB, jobs.job_detail_handler),
     web.get(JOB + "/config", jobs.job_config),

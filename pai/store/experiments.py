@@ -90,6 +90,13 @@ def get_experiment(s: Session, key: str) -> Experiment:
     return _experiment(row)
 
 
+def experiment_exists(s: Session, key: str) -> bool:
+    """Whether ``user~name`` is an experiment (in any state)."""
+    user, _, name = key.partition("~")
+    return s.scalar(select(ExperimentRow.id).where(ExperimentRow.user_name == user, ExperimentRow.name == name)) \
+        is not None
+
+
 def get_experiment_by_id(s: Session, experiment_id: int) -> Experiment:
     row = s.get(ExperimentRow, experiment_id)
     if row is None:

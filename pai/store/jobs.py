@@ -176,6 +176,12 @@ def job_exists(s: Session, job_id: str) -> bool:
     return s.scalar(select(JobRow.id).where(JobRow.id == job_id)) is not None
 
 
+def key_exists(s: Session, key: str) -> bool:
+    """Whether ``user~name`` is a job (in any state)."""
+    user, name = split_key(key)
+    return s.scalar(select(JobRow.id).where(JobRow.user_name == user, JobRow.name == name)) is not None
+
+
 def get_config_text(s: Session, key: str) -> str:
     """The job as it was submitted (YAML or JSON text), its secrets' values masked."""
     user, name = split_key(key)

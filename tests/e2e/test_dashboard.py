@@ -102,11 +102,11 @@ def test_a_user_follows_their_job_live_then_stops_and_clones_it(dash: Cluster, p
     assert dash.job(key)["jobStatus"]["state"] == "STOPPED"
     expect(page.locator("section.panel", has_text="History")).to_contain_text("stop")
 
-    page.click("#clone")
-    editor = page.locator("section.clone textarea")
+    page.click("#clone")  # the submit page, filled in (tests/e2e/test_dashboard_submit.py)
+    editor = page.locator(".editor textarea")
     expect(editor).to_have_value(re.compile(r"^name: ticker-clone-\w+$", re.M))
     shot(page, "clone")
-    page.click("#submit-clone")
+    page.click("#submit")
     expect(page.locator("h1")).to_contain_text(f"{ALICE[0]}~ticker-clone-")
     clone = page.locator("h1").inner_text().split()[0]
     expect(page.locator("h1 .badge")).to_have_text(re.compile("WAITING|RUNNING"))

@@ -48,7 +48,8 @@ def test_every_module_the_page_loads_is_served_and_ships_in_the_wheel() -> None:
     for name in [n for n in files if n.endswith(".js")]:
         wanted |= set(IMPORT.findall((STATIC / name).read_text()))
     pages = re.findall(r'\[/\^[^,]+, "(\w+)"\]', (STATIC / "app.js").read_text())  # loaded by import(`./${page}.js`)
-    assert {"cluster", "nodes", "vcs", "jobs", "job", "experiments", "experiment", "login", "admin"} == set(pages)
+    assert set(pages) == {"cluster", "nodes", "vcs", "jobs", "job", "submit", "experiments", "experiment", "login",
+                          "admin"}
     wanted |= {f"{p}.js" for p in pages}
     assert wanted <= files, f"imported but missing: {sorted(wanted - files)}"
     pyproject = tomllib.loads((STATIC.parents[3] / "pyproject.toml").read_text())

@@ -47,7 +47,8 @@ async def test_a_v2_job_with_extras_preemptible_false_is_accepted_for_a_permitte
     assert (status, body) == (403, {
         "code": "ForbiddenUserError",
         "message": "extras.preemptible: user bob may not submit a non-preemptible job of priority class 'test' "
-                   "(the cluster's nonPreemptible allows admins; priority classes prod; users alice)"})
+                   "(the cluster's nonPreemptible allows admins; priority classes prod; users alice)",
+        "line": 13})  # where the document says preemptible: false
     assert await jobs_of(api, "bob") == []
 
     assert (await submit(api, bob, "prod-svc", priority="prod"))[0] == 202  # granted with the class

@@ -517,6 +517,13 @@ def _submissions() -> Iterator[Case]:
 
         if op == "POST /api/v2/jobs":
             yield case(op, 202, url, body=YAML_JOB.format(name="s", vc="default"), content_type="text/yaml")
+            yield case(op, 200, url + "?dryRun=true", body=YAML_JOB.format(name="s", vc="default"),
+                       content_type="text/yaml", note="dry run")
+            yield case(op, 400, url + "?dryRun=true", "InvalidProtocolError", content_type="text/yaml",
+                       body=YAML_JOB.format(name="s", vc="default").replace("gpu: 0", "gpu: -1"),
+                       note="dry run", check=lambda a: _same(a.body["line"], 11))  # resourcePerInstance's
+            yield case(op, 400, url + "?dryRun=yes", "InvalidParametersError", json_body=v1_job("s"),
+                       note="dryRun neither true nor false")
         else:
             yield case(op, 202, at(url, "s"), json_body=v1_job("s"))
         yield case(op, 400, at(url, "s"), "InvalidProtocolError", json_body={"jobName": "s"})
@@ -538,6 +545,9 @@ def _submissions() -> Iterator[Case]:
 
 def _job_reads() -> Iterator[Case]:
     mine, private = ("job",), ("private", "bob")
+    yield case("GET /api/v2/job-templates", 200, as_="bob", check=lambda a: _same(
+        {x["name"]: x["kind"] for x in a.body if x["name"] in ("hello-v2", "experiment")},
+        {"hello-v2": "job", "experiment": "experiment"}))
     for op, url, users_url in (("GET /api/v2/jobs", "/api/v2/jobs", "/api/v2/jobs?username=admin"),
                                ("GET /api/v1/jobs", "/api/v1/jobs", "/api/v1/jobs?username=admin"),
                                ("GET /api/v1/user/{user}/jobs", "/api/v1/user/admin/jobs", "/api/v1/user/admin/jobs")):
@@ -751,6 +761,9 @@ def _experiments() -> Iterator[Case]:
     e = "/api/v2/experiments"
     yield case(f"POST {e}", 202, body=yaml.safe_dump(experiment()), content_type="text/yaml")
     yield case(f"POST {e}", 202, json_body=experiment(), note="JSON")
+    yield case(f"POST {e}", 200, f"{e}?dryRun=true", json_body=experiment(), note="dry run")
+    yield case(f"POST {e}", 409, f"{e}?dryRun=true", "ConflictExperimentError", json_body=experiment(),
+               setup=("experiment",), note="dry run")
     yield case(f"POST {e}", 400, code="InvalidProtocolError", json_body={**experiment(), "searcher": {"name": "grid"}})
     yield case(f"POST {e}", 400, code="InvalidParametersError", json_body=in_vc("team"), setup=("stopped-team",),
                note="a stopped VC")

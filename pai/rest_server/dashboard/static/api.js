@@ -11,10 +11,11 @@ export const session = {
 };
 
 export class ApiError extends Error {
-  constructor(status, code, message) {
+  constructor(status, code, message, line) {
     super(message);
     this.status = status;
     this.code = code;
+    this.line = line; // a submitted document's error: the line of the field at fault
   }
 }
 
@@ -37,10 +38,10 @@ export async function request(method, path, { json, body, contentType, accept, r
   if (accept) headers.Accept = accept;
   const resp = await fetch(path, { method, headers, body, cache: "no-store", signal });
   if (!resp.ok) {
-    let code = "", message = `${resp.status} ${resp.statusText}`;
-    try { ({ code, message } = await resp.json()); } catch { /* not JSON */ }
+    let code = "", message = `${resp.status} ${resp.statusText}`, line;
+    try { ({ code, message, line } = await resp.json()); } catch { /* not JSON */ }
     if (resp.status === 401 && !path.includes("/authn/")) unauthorized();
-    throw new ApiError(resp.status, code, message);
+    throw new ApiError(resp.status, code, message, line);
   }
   if (raw) return resp;
   const type = resp.headers.get("Content-Type") || "";

@@ -1,5 +1,5 @@
 // The dashboard: a single page with routes in the URL's fragment (#/cluster, #/nodes, #/vcs/NAME, #/jobs,
-// #/jobs/USER~NAME, #/experiments, #/experiments/USER~NAME, #/login). Each page module exports mount(root, ctx) ->
+// #/jobs/USER~NAME, #/submit, #/experiments, #/experiments/USER~NAME, #/login). Each page module exports mount(root, ctx) ->
 // {refresh, interval, unmount}; the app calls refresh at once and then every `interval` ms while the page is shown
 // and the tab visible, so pages follow the cluster without a reload.
 import { ApiError, get, onUnauthorized, request, session } from "./api.js";
@@ -11,6 +11,7 @@ const PAGES = [
   [/^vcs(?:\/(.+))?$/, "vcs"],
   [/^jobs$/, "jobs"],
   [/^jobs\/(.+)$/, "job"],
+  [/^submit$/, "submit"],
   [/^experiments$/, "experiments"],
   [/^experiments\/(.+)$/, "experiment"],
   [/^login$/, "login"],

@@ -1,7 +1,8 @@
 // One job: its status, task roles (per-task state, node, ports — a running task's opened through the master's
 // proxy —, exit code and spec), the waiting reason, a task's stdout and stderr followed live and the command lines
-// that reach into it, its attempts and history (preemptions included); stop and clone; a trial's experiment.
-import { ApiError, experimentPath, get, jobPath, post, put, request } from "./api.js";
+// that reach into it, its attempts and history (preemptions included); stop and clone (#/submit?clone=KEY); a trial's
+// experiment.
+import { experimentPath, get, jobPath, put } from "./api.js";
 import { badge, experimentLink, fmtDuration, fmtTime, h, panel, show, table } from "./dom.js";
 import { logPane } from "./logs.js";
 import { connectLines, portCell } from "./ports.js";
@@ -29,11 +30,17 @@ export function mount(root, ctx) {
   const actions = h("div.actions");
   const info = h("div"), waiting = h("div"), roles = h("div"), attempts = h("div"), events = h("div");
   const logs = logPane(key);
+<<<<<<< HEAD
   const clone = cloneEditor(ctx);
   // shown once the job has been read (a job that does not exist gets a sentence instead, and is not read again)
   const layout = [h("div.title-row", {}, title, actions), clone.panel, info, waiting,
     panel("Task roles", roles), logs.panel, panel("Job attempts", attempts), panel("History", events)];
   let detail = null, missing = false;
+=======
+  root.append(h("div.title-row", {}, title, actions), info, waiting,
+    panel("Task roles", roles), logs.panel, panel("Job attempts", attempts), panel("History", events));
+  let detail = null;
+>>>>>>> i30-submit
   const trial = trialOf(key);
 
   async function refresh() {
@@ -53,7 +60,8 @@ export function mount(root, ctx) {
     const st = d.jobStatus;
     show(title, key, " ", badge(st.state));
     show(actions, mayStop(st) ? h("button.danger", { type: "button", id: "stop", onclick: stop }, "Stop") : null,
-      h("button", { type: "button", id: "clone", onclick: () => clone.open(key, d.name) }, "Clone"));
+      h("button", { type: "button", id: "clone", // the submit page, filled in with the job's config under a new name
+        onclick: () => ctx.navigate(`#/submit?clone=${encodeURIComponent(key)}`) }, "Clone"));
     show(info, panel(null, facts(d, exp)));
     show(waiting, st.waitingReason ? panel("Why it waits", waitingBox(st.waitingReason)) : null);
     show(roles, Object.entries(d.taskRoles).map(([role, r]) =>
@@ -148,40 +156,4 @@ function eventTable(events) {
     { title: "Event", cell: (e) => h("span.event", { class: `ev-${e.kind}` }, e.kind) },
     { title: "What happened", cell: (e) => e.message, class: "reason" },
   ], [...events].reverse(), { rowAttrs: (e) => ({ class: e.kind === "preempted" ? "preempted" : "" }) });
-}
-
-/** Clone: the job's config as submitted, in an editable text area under a new name; submitted as a new job. */
-function cloneEditor(ctx) {
-  const text = h("textarea", { spellcheck: "false", rows: 18, "aria-label": "job configuration" });
-  const error = h("p.error", { role: "alert" });
-  const submit = h("button.primary", { type: "button", id: "submit-clone" }, "Submit copy");
-  const box = h("section.panel.clone", { hidden: true }, h("h2", {}, "Clone: edit, then submit as a new job"), text,
-    h("div.row", {}, submit, h("button", { type: "button", onclick: () => { box.hidden = true; } }, "Cancel")), error);
-  let json = false;
-  submit.addEventListener("click", async () => {
-    submit.disabled = true;
-    show(error);
-    try {
-      const out = await post("/api/v2/jobs", { body: text.value, contentType: json ? "application/json" : "text/yaml" });
-      box.hidden = true;
-      ctx.navigate(`#/jobs/${encodeURIComponent(out.jobName)}`);
-    } catch (e) {
-      show(error, e instanceof ApiError ? `${e.code}: ${e.message}` : String(e));
-    } finally {
-      submit.disabled = false;
-    }
-  });
-
-  async function open(key, name) {
-    const resp = await request("GET", `${jobPath(key)}/config`, { raw: true });
-    json = (resp.headers.get("Content-Type") || "").includes("json");
-    const config = await resp.text();
-    const copy = `${name}-clone-${Math.random().toString(36).slice(2, 6)}`;
-    text.value = json ? JSON.stringify({ ...JSON.parse(config), jobName: copy }, null, 2)
-      : config.replace(/^name:.*$/m, `name: ${copy}`);
-    show(error);
-    box.hidden = false;
-    text.focus();
-  }
-  return { panel: box, open: (key, name) => open(key, name).catch(ctx.report) };
 }

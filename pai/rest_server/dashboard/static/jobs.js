@@ -26,7 +26,9 @@ export function mount(root, ctx) {
     h("label", {}, "Keyword ", keyword), h("button.primary", { type: "submit" }, "Filter"), mine, size);
   const list = h("div");
   const pager = h("div.pager");
-  root.append(h("h1", {}, "Jobs"), form, panel(null, list, pager));
+  root.append(h("div.title-row", {}, h("h1", {}, "Jobs"),
+    h("div.actions", {}, h("a.button.primary", { href: "#/submit", id: "new-job" }, "Submit a job"))),
+  form, panel(null, list, pager));
   let vcsLoaded = false;
 
   function apply() {
