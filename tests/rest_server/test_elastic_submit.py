@@ -61,7 +61,8 @@ BAD = [
 async def test_a_bad_elastic_range_is_a_400_and_nothing_is_stored(api: Api, name: str, body: str, ctype: str,
                                                                  message: str) -> None:
     status, answer = await api.call("POST", "/api/v2/jobs", body=body, content_type=ctype)
-    assert (status, answer) == (400, {"code": "InvalidProtocolError", "message": message})
+    line = 13 if ctype == "text/yaml" else 1  # where the v2 body writes extras.elastic; a v1 body is one line of JSON
+    assert (status, answer) == (400, {"code": "InvalidProtocolError", "message": message, "line": line})
     assert await total_jobs(api) == 0
 
 

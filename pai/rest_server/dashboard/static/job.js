@@ -30,17 +30,10 @@ export function mount(root, ctx) {
   const actions = h("div.actions");
   const info = h("div"), waiting = h("div"), roles = h("div"), attempts = h("div"), events = h("div");
   const logs = logPane(key);
-<<<<<<< HEAD
-  const clone = cloneEditor(ctx);
   // shown once the job has been read (a job that does not exist gets a sentence instead, and is not read again)
-  const layout = [h("div.title-row", {}, title, actions), clone.panel, info, waiting,
+  const layout = [h("div.title-row", {}, title, actions), info, waiting,
     panel("Task roles", roles), logs.panel, panel("Job attempts", attempts), panel("History", events)];
   let detail = null, missing = false;
-=======
-  root.append(h("div.title-row", {}, title, actions), info, waiting,
-    panel("Task roles", roles), logs.panel, panel("Job attempts", attempts), panel("History", events));
-  let detail = null;
->>>>>>> i30-submit
   const trial = trialOf(key);
 
   async function refresh() {
