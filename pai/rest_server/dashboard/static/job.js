@@ -2,7 +2,7 @@
 // proxy —, exit code and spec), the waiting reason, a task's stdout and stderr followed live and the command lines
 // that reach into it, its attempts and history (preemptions included); stop and clone (#/submit?clone=KEY); a trial's
 // experiment.
-import { experimentPath, get, jobPath, put } from "./api.js";
+import { ApiError, experimentPath, get, jobPath, put } from "./api.js";
 import { badge, experimentLink, fmtDuration, fmtTime, h, panel, show, table } from "./dom.js";
 import { logPane } from "./logs.js";
 import { connectLines, portCell } from "./ports.js";

@@ -91,7 +91,7 @@ export function mount(root, ctx) {
         ctx.navigate(`#/experiments/${encodeURIComponent(answer.experimentName)}`);
       } else if (answer.warnings && answer.warnings.length) { // shown here, with the way to the job
         show(done, h("section.panel.submitted", {}, h("h2", {}, "Submitted: ", jobLink(answer.jobName)),
-          h("p", {}, "The cluster accepts these fields and does not honour them:"), warningList(answer.warnings)));
+          h("p", {}, "Accepted, with warnings (fields this cluster does not honour, or what no node of it could hold):"), warningList(answer.warnings)));
       } else {
         ctx.navigate(`#/jobs/${encodeURIComponent(answer.jobName)}`);
       }
