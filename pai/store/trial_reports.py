@@ -142,8 +142,14 @@ def _summary(stored: Iterable[tuple[int, float]], smaller: bool) -> dict[str, An
 _INSERTS_KEYED = {dialect: insert(_METRICS).on_conflict_do_nothing().returning(
     _METRICS.c.trial_id, _METRICS.c.step, _METRICS.c.name) for dialect, insert in (
     ("postgresql", postgresql.insert), ("sqlite", sqlite.insert))}
-_HOLDERS = select(_TRIALS.c.id, _TRIALS.c.experiment_id, _TRIALS.c.token_hash, _TRIALS.c.points,
-                  _TRIALS.c.stop_requested).where(_TRIALS.c.token_hash.in_(bindparam("digests", expanding=True)))
+_EXPERIMENTS = cast(Table, ExperimentRow.__table__)
+# The batch's trials by their tokens' digests, each with its experiment's searcher metric and direction read out of
+# the spec by the database (one statement, no spec decoded here: a batch is often a single report)
+_HOLDERS = (select(_TRIALS.c.id, _TRIALS.c.experiment_id, _TRIALS.c.token_hash, _TRIALS.c.points,
+                   _TRIALS.c.stop_requested, _EXPERIMENTS.c.spec[("searcher", "metric")].as_string().label("metric"),
+                   _EXPERIMENTS.c.spec[("searcher", "smallerIsBetter")].as_boolean().label("smaller"))
+            .join(_EXPERIMENTS, _EXPERIMENTS.c.id == _TRIALS.c.experiment_id)
+            .where(_TRIALS.c.token_hash.in_(bindparam("digests", expanding=True))))
 
 
 def report(s: Session, trial_id: int, step: object, values: Mapping[str, object], *,
@@ -200,8 +206,9 @@ def report_many(s: Session, items: Sequence[Incoming]) -> list[Outcome]:
     values inserted in one statement, each trial's count moved once. Each gets what ``report`` would have answered
     it, or the refusal of its token. A trial that the batch would take past ``MAX_POINTS_PER_TRIAL`` has its reports
     handled one by one (``report``, each in a SAVEPOINT: the one that does not fit is refused whole)."""
+    c = s.connection()  # Core statements on the session's connection: none of the ORM's work per statement
     digests = sorted({item.digest for item in items})
-    holders = {row.token_hash: row for row in s.execute(_HOLDERS, {"digests": digests})}
+    holders = {row.token_hash: row for row in c.execute(_HOLDERS, {"digests": digests})}
     outcomes: list[Outcome | None] = [None] * len(items)
     fast: dict[int, list[int]] = {}  # trial id -> the items of it in this batch
     for i, item in enumerate(items):
@@ -224,11 +231,10 @@ def report_many(s: Session, items: Sequence[Incoming]) -> list[Outcome]:
     inserted: set[tuple[int, int, str]] = set()
     if rows:
         insert = _INSERTS_KEYED[s.get_bind().dialect.name]
-        inserted = {(int(r.trial_id), int(r.step), r.name) for r in s.execute(insert, rows)}
-    searched = _searched(s, {by_id[trial].experiment_id for trial in fast}) if fast else {}
+        inserted = {(int(r.trial_id), int(r.step), r.name) for r in c.execute(insert, rows)}
     moves: dict[bool | None, list[dict[str, Any]]] = {}
     for trial, indices in sorted(fast.items()):  # trials' rows taken in one order: API workers never deadlock
-        metric, smaller = searched.get(by_id[trial].experiment_id, (None, True))
+        metric, smaller = by_id[trial].metric, by_id[trial].smaller is not False  # the spec's default: smaller
         added, of_metric = 0, []
         for i in indices:
             item, stored = items[i], 0
@@ -245,7 +251,7 @@ def report_many(s: Session, items: Sequence[Incoming]) -> list[Outcome]:
             params |= _summary(of_metric, smaller)
         moves.setdefault(smaller if of_metric else None, []).append(params)
     for direction, params_list in moves.items():
-        s.execute(_move(direction, guarded=False), params_list)
+        c.execute(_move(direction, guarded=False), params_list)
     done = [o for o in outcomes if o is not None]
     assert len(done) == len(items)
     return done
