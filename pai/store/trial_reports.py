@@ -26,6 +26,7 @@ from typing import Any, cast
 
 from sqlalchemy import BigInteger, BindParameter, Double, Table, and_, bindparam, case, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from pai.domain.errors import InvalidParametersError, NoTrialError
@@ -201,12 +202,13 @@ class OtherTrialToken(Exception):
 Outcome = ReportAnswer | NotATrialToken | OtherTrialToken | InvalidParametersError
 
 
-def report_many(s: Session, items: Sequence[Incoming]) -> list[Outcome]:
+def report_many(c: Connection, items: Sequence[Incoming]) -> list[Outcome]:
     """Reports that arrived together, in one transaction: their trials found by their tokens in one query, their
     values inserted in one statement, each trial's count moved once. Each gets what ``report`` would have answered
     it, or the refusal of its token. A trial that the batch would take past ``MAX_POINTS_PER_TRIAL`` has its reports
-    handled one by one (``report``, each in a SAVEPOINT: the one that does not fit is refused whole)."""
-    c = s.connection()  # Core statements on the session's connection: none of the ORM's work per statement
+    handled one by one (``report``, each in a SAVEPOINT: the one that does not fit is refused whole). On a connection
+    in a transaction (``engine.begin()``), not a Session: a batch is often one report, and a Session's own work
+    (its creation, its transaction's states) was a fifth of a batch's."""
     digests = sorted({item.digest for item in items})
     holders = {row.token_hash: row for row in c.execute(_HOLDERS, {"digests": digests})}
     outcomes: list[Outcome | None] = [None] * len(items)
@@ -224,13 +226,13 @@ def report_many(s: Session, items: Sequence[Incoming]) -> list[Outcome]:
         if by_id[trial].points + sum(len(items[i].values) for i in indices) > MAX_POINTS_PER_TRIAL:
             del fast[trial]  # near its cap: one by one
             for i in indices:
-                outcomes[i] = _one(s, items[i])
+                outcomes[i] = _one(c, items[i])
     rows = [{"trial_id": items[i].trial_id, "step": items[i].step, "name": name, "value": value,
              "reported_at": items[i].at}
             for indices in fast.values() for i in indices for name, value in sorted(items[i].values.items())]
     inserted: set[tuple[int, int, str]] = set()
     if rows:
-        insert = _INSERTS_KEYED[s.get_bind().dialect.name]
+        insert = _INSERTS_KEYED[c.dialect.name]
         inserted = {(int(r.trial_id), int(r.step), r.name) for r in c.execute(insert, rows)}
     moves: dict[bool | None, list[dict[str, Any]]] = {}
     for trial, indices in sorted(fast.items()):  # trials' rows taken in one order: API workers never deadlock
@@ -257,9 +259,9 @@ def report_many(s: Session, items: Sequence[Incoming]) -> list[Outcome]:
     return done
 
 
-def _one(s: Session, item: Incoming) -> Outcome:
-    try:
-        with s.begin_nested():
+def _one(c: Connection, item: Incoming) -> Outcome:
+    try:  # a Session on the batch's connection that never ends its transaction; the SAVEPOINT is the connection's
+        with c.begin_nested(), Session(bind=c, join_transaction_mode="rollback_only") as s:
             return report(s, item.trial_id, item.step, item.values, now=item.at, known=True)
     except InvalidParametersError as e:
         return e

@@ -139,9 +139,9 @@ def test_latest_and_best_values_and_every_trials_curve(db: Database, smaller: bo
         trial_reports.report(s, silent, 1, {"acc": 0.5})  # reports another metric only
     for step, loss in [(3, 0.3), (1, 0.9), (4, 0.6), (2, 0.3), (2, 0.0)]:  # out of order; step 2 again: kept 0.3
         report(db, trial_id, step, {"loss": loss, "acc": 1.0})
-    with db.unit() as s:
+    with db.engine.begin() as c:
         now = time.time()
-        trial_reports.report_many(s, [trial_reports.Incoming("digest-1", other, step, {"loss": loss}, now)
+        trial_reports.report_many(c, [trial_reports.Incoming("digest-1", other, step, {"loss": loss}, now)
                                       for step, loss in [(2, 2.5), (1, 2.0), (2, 9.0)]])
     with db.session() as s:
         got = trial_reports.summaries(s, experiment_id)
