@@ -47,7 +47,7 @@ if TYPE_CHECKING:  # the searcher (Optuna) is imported where it decides, not by 
 
 log = logging.getLogger(__name__)
 _UNENDED_EXPERIMENTS = (ExperimentState.ACTIVE.value, ExperimentState.STOPPING.value)
-APPLY_SLICE = 8  # stops and new trials applied in one writer transaction at most
+APPLY_SLICE = 4  # stops and new trials applied in one writer transaction at most
 
 
 def slices(decision: SearchDecision) -> list[SearchDecision]:
