@@ -9,7 +9,11 @@ A user's experiment is stored as posted (``create``); the launcher loop of the l
 3. ``pai.launcher.searcher.decide`` (a reader thread: Optuna's work never holds the writer).
 4. ``apply`` (writer): if the experiment's progress is still what was decided on, the new trials (a row, a token,
    a job of the user's named ``<experiment>-trial-<n>``), the trials the searcher stops (asked to stop at their next
-   report, and their jobs stopped: SIGTERM and the grace period; a STOPPED job is never retried), and the end.
+   report, and their jobs stopped: SIGTERM and the grace period; a STOPPED job is never retried), and the end. A
+   decision is applied in ``slices`` of at most ``APPLY_SLICE`` stops and new trials, a transaction each, each only
+   if the experiment is where the previous one left it: the writer is free between them (trials' reports wait for
+   it; ASHA's stops of 80 trials and their 80 replacements held it 300 ms in one transaction). The rest of a
+   decision whose experiment moved meanwhile is dropped: the next tick decides again from the records.
 
 Nothing of the search lives in memory but which progress was last decided on: a master that restarts (or another
 that takes over) decides again from the records, and ``decide`` gives the same answer for the same records.
@@ -43,6 +47,30 @@ if TYPE_CHECKING:  # the searcher (Optuna) is imported where it decides, not by 
 
 log = logging.getLogger(__name__)
 _UNENDED_EXPERIMENTS = (ExperimentState.ACTIVE.value, ExperimentState.STOPPING.value)
+APPLY_SLICE = 4  # stops and new trials applied in one writer transaction at most
+
+
+def slices(decision: SearchDecision) -> list[SearchDecision]:
+    """The decision in parts of at most ``APPLY_SLICE`` stops and new trials (stops first), in order; only the last
+    may say the search is complete. A decision of nothing is one part (``apply`` still sees whether it ended)."""
+    stops, news, parts = decision.stop, decision.new_trials, []
+    while True:
+        stop = stops[:APPLY_SLICE]
+        new = news[:APPLY_SLICE - len(stop)]
+        stops, news = stops[len(stop):], news[len(new):]
+        last = not stops and not news
+        parts.append(replace(decision, stop=stop, new_trials=new, complete=decision.complete and last))
+        if last:
+            return parts
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """What ``apply`` did: whether a job was submitted (a pass should follow), and where the experiment is now for
+    the decision's next slice (None: apply no more of it)."""
+
+    submitted: bool
+    progress: store.Progress | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,19 +145,19 @@ class ExperimentRunner:
                 works.append(Work(row, experiment, _trials(s, row.id, experiment), progress))
         return works
 
-    def apply(self, work: Work, decision: SearchDecision, priority_classes: dict[str, int]) -> bool:
-        """Writer, in one unit: the decision on ``work``, if the experiment is where it was; whether a job was
-        submitted (a pass should follow)."""
+    def apply(self, work: Work, decision: SearchDecision, priority_classes: dict[str, int]) -> Applied:
+        """Writer, in one unit: the decision (or a slice of it) on ``work``, if the experiment is where it was."""
         with self.db.unit() as s:
             row = store.get_experiment_by_id(s, work.row.id)
             progress = store.progress(s, row.id)
             if progress.states != work.progress.states or ExperimentState(row.state).is_terminal():
-                return False  # a trial moved on meanwhile: the next tick decides again (new reports alone do not
-                # void a decision: it was right on the records it saw, and the next one sees them)
+                return Applied(False, None)  # a trial moved on meanwhile: the next tick decides again (new reports
+                # alone do not void a decision: it was right on the records it saw, and the next one sees them)
             owner = store_users.get_user(s, row.user)
-            submitted = False
+            submitted, going_on = False, True
             if row.stop_requested or owner is None:
                 self._stop_all(s, row, work.trials)
+                going_on = False  # stopped whole: nothing of the decision applies
             else:
                 for number in decision.stop:
                     self._stop_trial(s, row, number, StoppedBy.SEARCHER)
@@ -137,9 +165,10 @@ class ExperimentRunner:
                     submitted |= self._new_trial(s, row, owner, new, work.experiment, priority_classes)
             if self._end_if_done(s, row, decision, progress):
                 self._decided.pop(row.id, None)
+                going_on = False
             else:
                 self._decided[row.id] = (work.progress, work.row.stop_requested)
-        return submitted
+            return Applied(submitted, store.progress(s, row.id) if going_on else None)
 
     def _new_trial(self, s: Session, row: store.Experiment, owner: User, new: NewTrial, experiment: Experiment,
                    priority_classes: dict[str, int]) -> bool:

@@ -12,9 +12,11 @@ import queue
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import ParamSpec, TypeVar
 
 from pai.domain.errors import FencedError, NotLeaderError
+from pai.launcher.experiments import slices
 from pai.launcher.role import Role
 from pai.launcher.service import Launcher
 from pai.protocol.messages import AgentRequest, HeartbeatRequest, MasterReply, RegisterRequest
@@ -167,8 +169,13 @@ class LauncherLoop:
                 decision = await self.store.read(searcher.decide, work.experiment, work.trials, work.row.id)
                 self.launcher.metrics.decide_seconds.labels(work.experiment.searcher.name.value).observe(
                     time.perf_counter() - began)
-                if await self.store.call(runner.apply, work, decision, classes):
-                    self.wake()  # new trials' jobs: a pass now
+                for part in slices(decision):  # a transaction each: the writer is free between them
+                    applied = await self.store.call(runner.apply, work, part, classes)
+                    if applied.submitted:
+                        self.wake()  # new trials' jobs: a pass now
+                    if applied.progress is None:
+                        break
+                    work = replace(work, progress=applied.progress)
         except FencedError:
             raise
         except Exception:  # a search that cannot go on is not worth the scheduler: logged, tried again next tick

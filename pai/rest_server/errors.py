@@ -7,8 +7,9 @@ refused request changes nothing (each request is one transaction, rolled back on
 
 from __future__ import annotations
 
+import itertools
 import logging
-import secrets
+import os
 
 from aiohttp import web
 from aiohttp.typedefs import Handler
@@ -26,6 +27,22 @@ MAX_HEADER_BYTES = 8192  # one header line (name and value); longer: 431
 # aiohttp's own parser limit for a request line or a header (make_app's handler_args); it answers anything longer
 # (and bytes that are not HTTP) with its plain-text 400 before any middleware runs.
 PARSER_LINE_LIMIT = 65536
+
+
+def _request_ids() -> itertools.count[int]:
+    """Request ids: a count from a random start of this process's (16 hex digits; a forked worker starts its own).
+    Unique, not secret: a random id per request was a getrandom(2) call on the event loop's thread, where the writer
+    thread takes the GIL meanwhile (issue 29)."""
+    return itertools.count(int.from_bytes(os.urandom(8)))
+
+
+def _restart_ids() -> None:
+    global _REQUEST_IDS
+    _REQUEST_IDS = _request_ids()
+
+
+_REQUEST_IDS = _request_ids()
+os.register_at_fork(after_in_child=_restart_ids)
 
 _HTTP_CODES = {
     400: "InvalidParametersError",
@@ -110,7 +127,7 @@ def _client_fault(request: web.Request, error: Exception) -> web.Response | None
 
 @web.middleware
 async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    request[REQUEST_ID] = request_id = secrets.token_hex(8)
+    request[REQUEST_ID] = request_id = f"{next(_REQUEST_IDS) % 2**64:016x}"
     try:
         check_request_shape(request)
         return await handler(request)

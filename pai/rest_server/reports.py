@@ -57,5 +57,5 @@ class ReportBatcher:
             self._draining = None
 
     def _store(self, items: list[Incoming]) -> list[Outcome]:
-        with self.db.unit() as s:
-            return report_many(s, items)
+        with self.db.engine.begin() as c:
+            return report_many(c, items)

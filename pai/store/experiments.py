@@ -227,11 +227,16 @@ class TrialJob:
 
 def unended_trials(s: Session) -> list[TrialJob]:
     """Every trial not ended yet (of any experiment), with its job's state: what follows the jobs."""
-    query = (select(TrialRow, JobRow.state, JobRow.user_name, JobRow.name)
+    t = TrialRow
+    query = (select(t.id, t.experiment_id, t.number, t.hparams, t.job_id, t.state, t.stopped_by, t.stop_requested,
+                    t.points, t.created_at, JobRow.state.label("job_state"), JobRow.user_name, JobRow.name)
              .outerjoin(JobRow, JobRow.id == TrialRow.job_id)
              .where(TrialRow.state.in_(UNENDED)).order_by(TrialRow.id))
-    return [TrialJob(_trial(row), state, None if user is None else f"{user}~{name}")
-            for row, state, user, name in s.execute(query).all()]
+    # columns, not entities: the loop reads every trial not ended on each pass, in the writer (no ORM objects built)
+    return [TrialJob(Trial(r.id, r.experiment_id, r.number, r.hparams, r.job_id, r.state, r.stopped_by,
+                           r.stop_requested, r.points, r.created_at), r.job_state,
+                     None if r.user_name is None else f"{r.user_name}~{r.name}")
+            for r in s.execute(query)]
 
 
 def trial_numbered(s: Session, experiment_id: int, number: int) -> Trial | None:

@@ -26,6 +26,7 @@ from typing import Any, cast
 
 from sqlalchemy import BigInteger, BindParameter, Double, Table, and_, bindparam, case, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from pai.domain.errors import InvalidParametersError, NoTrialError
@@ -142,8 +143,14 @@ def _summary(stored: Iterable[tuple[int, float]], smaller: bool) -> dict[str, An
 _INSERTS_KEYED = {dialect: insert(_METRICS).on_conflict_do_nothing().returning(
     _METRICS.c.trial_id, _METRICS.c.step, _METRICS.c.name) for dialect, insert in (
     ("postgresql", postgresql.insert), ("sqlite", sqlite.insert))}
-_HOLDERS = select(_TRIALS.c.id, _TRIALS.c.experiment_id, _TRIALS.c.token_hash, _TRIALS.c.points,
-                  _TRIALS.c.stop_requested).where(_TRIALS.c.token_hash.in_(bindparam("digests", expanding=True)))
+_EXPERIMENTS = cast(Table, ExperimentRow.__table__)
+# The batch's trials by their tokens' digests, each with its experiment's searcher metric and direction read out of
+# the spec by the database (one statement, no spec decoded here: a batch is often a single report)
+_HOLDERS = (select(_TRIALS.c.id, _TRIALS.c.experiment_id, _TRIALS.c.token_hash, _TRIALS.c.points,
+                   _TRIALS.c.stop_requested, _EXPERIMENTS.c.spec[("searcher", "metric")].as_string().label("metric"),
+                   _EXPERIMENTS.c.spec[("searcher", "smallerIsBetter")].as_boolean().label("smaller"))
+            .join(_EXPERIMENTS, _EXPERIMENTS.c.id == _TRIALS.c.experiment_id)
+            .where(_TRIALS.c.token_hash.in_(bindparam("digests", expanding=True))))
 
 
 def report(s: Session, trial_id: int, step: object, values: Mapping[str, object], *,
@@ -195,13 +202,15 @@ class OtherTrialToken(Exception):
 Outcome = ReportAnswer | NotATrialToken | OtherTrialToken | InvalidParametersError
 
 
-def report_many(s: Session, items: Sequence[Incoming]) -> list[Outcome]:
+def report_many(c: Connection, items: Sequence[Incoming]) -> list[Outcome]:
     """Reports that arrived together, in one transaction: their trials found by their tokens in one query, their
     values inserted in one statement, each trial's count moved once. Each gets what ``report`` would have answered
     it, or the refusal of its token. A trial that the batch would take past ``MAX_POINTS_PER_TRIAL`` has its reports
-    handled one by one (``report``, each in a SAVEPOINT: the one that does not fit is refused whole)."""
+    handled one by one (``report``, each in a SAVEPOINT: the one that does not fit is refused whole). On a connection
+    in a transaction (``engine.begin()``), not a Session: a batch is often one report, and a Session's own work
+    (its creation, its transaction's states) was a fifth of a batch's."""
     digests = sorted({item.digest for item in items})
-    holders = {row.token_hash: row for row in s.execute(_HOLDERS, {"digests": digests})}
+    holders = {row.token_hash: row for row in c.execute(_HOLDERS, {"digests": digests})}
     outcomes: list[Outcome | None] = [None] * len(items)
     fast: dict[int, list[int]] = {}  # trial id -> the items of it in this batch
     for i, item in enumerate(items):
@@ -217,18 +226,17 @@ def report_many(s: Session, items: Sequence[Incoming]) -> list[Outcome]:
         if by_id[trial].points + sum(len(items[i].values) for i in indices) > MAX_POINTS_PER_TRIAL:
             del fast[trial]  # near its cap: one by one
             for i in indices:
-                outcomes[i] = _one(s, items[i])
+                outcomes[i] = _one(c, items[i])
     rows = [{"trial_id": items[i].trial_id, "step": items[i].step, "name": name, "value": value,
              "reported_at": items[i].at}
             for indices in fast.values() for i in indices for name, value in sorted(items[i].values.items())]
     inserted: set[tuple[int, int, str]] = set()
     if rows:
-        insert = _INSERTS_KEYED[s.get_bind().dialect.name]
-        inserted = {(int(r.trial_id), int(r.step), r.name) for r in s.execute(insert, rows)}
-    searched = _searched(s, {by_id[trial].experiment_id for trial in fast}) if fast else {}
+        insert = _INSERTS_KEYED[c.dialect.name]
+        inserted = {(int(r.trial_id), int(r.step), r.name) for r in c.execute(insert, rows)}
     moves: dict[bool | None, list[dict[str, Any]]] = {}
     for trial, indices in sorted(fast.items()):  # trials' rows taken in one order: API workers never deadlock
-        metric, smaller = searched.get(by_id[trial].experiment_id, (None, True))
+        metric, smaller = by_id[trial].metric, by_id[trial].smaller is not False  # the spec's default: smaller
         added, of_metric = 0, []
         for i in indices:
             item, stored = items[i], 0
@@ -245,15 +253,15 @@ def report_many(s: Session, items: Sequence[Incoming]) -> list[Outcome]:
             params |= _summary(of_metric, smaller)
         moves.setdefault(smaller if of_metric else None, []).append(params)
     for direction, params_list in moves.items():
-        s.execute(_move(direction, guarded=False), params_list)
+        c.execute(_move(direction, guarded=False), params_list)
     done = [o for o in outcomes if o is not None]
     assert len(done) == len(items)
     return done
 
 
-def _one(s: Session, item: Incoming) -> Outcome:
-    try:
-        with s.begin_nested():
+def _one(c: Connection, item: Incoming) -> Outcome:
+    try:  # a Session on the batch's connection that never ends its transaction; the SAVEPOINT is the connection's
+        with c.begin_nested(), Session(bind=c, join_transaction_mode="rollback_only") as s:
             return report(s, item.trial_id, item.step, item.values, now=item.at, known=True)
     except InvalidParametersError as e:
         return e

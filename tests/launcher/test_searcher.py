@@ -26,7 +26,8 @@ from pai.domain.experiment import (
     Trial,
     TrialState,
 )
-from pai.launcher.searcher import SearchDecision, decide
+from pai.launcher import experiments as runner
+from pai.launcher.searcher import NewTrial, SearchDecision, decide
 
 SPACES: dict[str, Space] = {"lr": LogSpace(1e-4, 1.0), "x": DoubleSpace(0.0, 1.0), "layers": IntSpace(1, 4),
                             "opt": CategoricalSpace(("sgd", "adam")), "batch": ConstSpace(64)}
@@ -283,3 +284,12 @@ def test_grid_never_repeats_a_point_that_a_trial_holds_whatever_its_number() -> 
         records = [Trial(n, {"layers": value}, RUNNING) for n, value in enumerate(held)]
         new = [t.hparams["layers"] for t in decide(experiment, records, seed=2).new_trials]
         assert sorted(new) == sorted(set(range(1, 6)) - set(held)), held
+
+
+def test_a_decision_is_sliced_stops_first_and_only_the_last_slice_completes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner, "APPLY_SLICE", 4)
+    new = tuple(NewTrial(number=n, hparams={"lr": 0.1}) for n in range(10, 13))
+    parts = runner.slices(SearchDecision(new_trials=new, stop=(1, 2, 3, 4, 5), complete=True))
+    assert [(p.stop, [t.number for t in p.new_trials], p.complete) for p in parts] == [
+        ((1, 2, 3, 4), [], False), ((5,), [10, 11, 12], True)]
+    assert runner.slices(SearchDecision()) == [SearchDecision()]  # nothing to do: still one (the end is checked)

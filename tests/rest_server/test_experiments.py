@@ -9,8 +9,10 @@ import json
 import threading
 from typing import Any
 
+import pytest
 import yaml
 
+from pai.launcher import experiments as runner
 from pai.rest_server.keys import REPORTS, STORE
 from pai.store import users
 from tests.eventually import eventually
@@ -99,6 +101,26 @@ async def test_an_experiment_runs_its_trials_as_jobs_with_their_hyperparameters(
     await trials_when(api, lambda ts: all(t["state"] == "RUNNING" for t in ts), "both trials running")
     status, again = await create(api, experiment())
     assert (status, again["code"]) == (409, "ConflictExperimentError")
+
+
+async def test_a_decision_of_many_trials_is_applied_in_slices(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seven new trials in slices of three: three writer transactions, each only if the experiment is where the one
+    before left it, and every trial made with its job (ASHA's stops and replacements no longer hold the writer for
+    hundreds of milliseconds: reports get in between)."""
+    monkeypatch.setattr(runner, "APPLY_SLICE", 3)
+    parts: list[int] = []
+    apply = runner.ExperimentRunner.apply
+
+    def counted(self: runner.ExperimentRunner, work: Any, decision: Any, classes: dict[str, int]) -> Any:
+        parts.append(len(decision.new_trials))
+        return apply(self, work, decision, classes)
+
+    monkeypatch.setattr(runner.ExperimentRunner, "apply", counted)
+    status, _ = await create(api, experiment(maxTrials=7, maxConcurrentTrials=7))
+    assert status == 202
+    trials = await trials_when(api, lambda ts: len(ts) == 7, "seven trials")
+    assert [t["jobName"] for t in trials] == [f"admin~lr-trial-{n}" for n in range(7)]
+    assert parts[:3] == [3, 3, 1]
 
 
 async def test_a_trial_reports_with_its_own_token_only(api: Api) -> None:

@@ -31,8 +31,8 @@ def item(trial: int, digest: str, step: int, **values: float) -> Incoming:
 
 
 def batch(db: Database, items: list[Incoming]) -> list[object]:
-    with db.unit() as s:
-        return list(trial_reports.report_many(s, items))
+    with db.engine.begin() as c:  # as the app's batches (pai.rest_server.reports)
+        return list(trial_reports.report_many(c, items))
 
 
 def test_each_report_of_a_batch_gets_its_own_answer(db: Database, trials: list[int]) -> None:

@@ -125,11 +125,13 @@ def test_reporters_of_different_steps_at_once_count_every_value(db: Database, tr
     assert sum(stored) == points(db, trial_id) == 4 + 8
 
 
-@pytest.mark.parametrize("smaller", [True, False], ids=["smaller is better", "larger is better"])
-def test_latest_and_best_values_and_every_trials_curve(db: Database, smaller: bool) -> None:
+@pytest.mark.parametrize("smaller", [True, False, None], ids=["smaller is better", "larger is better", "unsaid"])
+def test_latest_and_best_values_and_every_trials_curve(db: Database, smaller: bool | None) -> None:
     """Each trial's latest and best value of its searcher's metric are kept by its reports, in any order, repeated
-    ones adding nothing; one by one (``report``) or together (``report_many``)."""
-    spec = {"searcher": {"name": "random", "metric": "loss", "maxTrials": 3, "smallerIsBetter": smaller}}
+    ones adding nothing; one by one (``report``) or together (``report_many``, which reads the direction out of the
+    spec in SQL). A spec that does not say: smaller is better."""
+    searcher = {"name": "random", "metric": "loss", "maxTrials": 3}
+    spec = {"searcher": searcher if smaller is None else {**searcher, "smallerIsBetter": smaller}}
     with db.session() as s:
         experiment_id = experiments.create_experiment(s, "bob", "lr", "default", spec, state="ACTIVE").id
         trial_id, other, silent = (experiments.add_trial(s, experiment_id, n, {}, f"digest-{n}", state="RUNNING").id
@@ -137,13 +139,13 @@ def test_latest_and_best_values_and_every_trials_curve(db: Database, smaller: bo
         trial_reports.report(s, silent, 1, {"acc": 0.5})  # reports another metric only
     for step, loss in [(3, 0.3), (1, 0.9), (4, 0.6), (2, 0.3), (2, 0.0)]:  # out of order; step 2 again: kept 0.3
         report(db, trial_id, step, {"loss": loss, "acc": 1.0})
-    with db.unit() as s:
+    with db.engine.begin() as c:
         now = time.time()
-        trial_reports.report_many(s, [trial_reports.Incoming("digest-1", other, step, {"loss": loss}, now)
+        trial_reports.report_many(c, [trial_reports.Incoming("digest-1", other, step, {"loss": loss}, now)
                                       for step, loss in [(2, 2.5), (1, 2.0), (2, 9.0)]])
     with db.session() as s:
         got = trial_reports.summaries(s, experiment_id)
-        if smaller:
+        if smaller is not False:
             assert got == {trial_id: MetricSummary(4, 0.6, 2, 0.3), other: MetricSummary(2, 2.5, 1, 2.0)}
         else:
             assert got == {trial_id: MetricSummary(4, 0.6, 1, 0.9), other: MetricSummary(2, 2.5, 2, 2.5)}
