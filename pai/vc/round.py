@@ -6,6 +6,7 @@ import heapq
 from collections.abc import Iterable
 
 from pai.domain.resources import ZERO, Resources
+from pai.vc.elastic import at_minimum, consider_elastic
 from pai.vc.explain import explain_no_fit
 from pai.vc.fairshare import NO_RANK, fair_share
 from pai.vc.gang import Gang
@@ -139,6 +140,8 @@ class Round:
         """Admit the job, plan it behind preemptions, or record why it waits. True when admitted."""
         if not job.gang:
             return consider_tasks(self, job, vc)
+        if job.elastic and (smaller := at_minimum(job)) is not None:  # its asked size now, else its minimum
+            return consider_elastic(self, job, smaller, vc, borrowing=borrowing)
         gang = self.gang(job)
         request = gang.request
         if not vc.user_fits(job.user, request.gpu):
@@ -306,7 +309,7 @@ class Round:
             if self.now - job.submitted_at < self.cfg.reservation_after_seconds:
                 continue
             vc = self.vcs.get(job.vc)
-            gang = self.gang(job)
+            gang = self.gang(at_minimum(job) or job if job.elastic else job)  # an elastic job holds for its minimum
             if vc is None or gang.request.gpu == 0 or not vc.fits_max_now(gang.request):
                 continue
             if self._never_fits(gang) is not None:
