@@ -10,9 +10,9 @@ from pai.vc.state import State
 
 def schedule(snapshot: Snapshot) -> Decision:
     """Admit what fits (best fit, whole gangs), preempt where policy allows, explain every job that waits; then
-    grow running elastic jobs into what is left idle (pai.vc.elastic)."""
-    r = Round(State(snapshot), snapshot.pending, snapshot.now)
+    shrink running elastic jobs before preempting whole ones, grow them into what is left idle (pai.vc.elastic)."""
+    r = Round(State(snapshot), snapshot.pending, snapshot.now, elastic=True)
     decision = r.run()
     if any(j.elastic for j in snapshot.running):
-        decision = grow(r, decision)
+        decision = grow(r, decision, shrunk={z.job for z in decision.resizes})
     return decision
