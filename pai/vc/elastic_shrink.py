@@ -70,9 +70,9 @@ class Shrinker(Planner):
                 parts = split(r, state.exclusive(r))
                 self.any = self.any or len(parts) > 1
                 jobs.extend(parts)
-            else:
-                jobs.append(r if r.preempting else replace(r, preemptible=False))
-        index = VictimIndex(jobs, pool.index, lambda j: j.whole_nodes)
+            else:  # as it is when leaving (its capacity may be used), else not a victim here
+                jobs.append(replace(r, preemptible=r.preempting and r.preemptible, whole_nodes=state.exclusive(r)))
+        index = VictimIndex(jobs, pool.index, lambda j: j.whole_nodes)  # whole_nodes: as the State sees it
         super().__init__(pool, vcs, index, now=now, min_run_seconds=main.min_run_seconds, fair=fair)
         self.claimed = main.claimed
         self.sizes = {r.key: role_sizes(r) for r in state.index.jobs.values() if r.elastic}

@@ -262,6 +262,8 @@ class Round:
                 return self.no_plan_kept[memo]
         # first a plan that only shrinks elastic jobs (pai.vc.elastic_shrink), then whole jobs as before
         plan = None if self.shrinker is None else self.shrinker.plan(job, gang, vc, self.pending_keys)
+        if plan is not None and self.state.lending is not None and refuse_plan(self, job, gang, vc, plan) is not None:
+            plan = None  # the per-node lending limit does not count a task's borrowed work: the usual search decides
         shrinks = plan is not None
         if plan is None:
             plan = self.planner.plan(job, gang, vc, self.pending_keys)

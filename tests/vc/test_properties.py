@@ -30,6 +30,7 @@ WEIGHTS = [0.0, 1.0, 1.0, 2.0, 3.0]  # fair sharing's VC weights
 
 @st.composite
 def snapshots(draw: st.DrawFn, allow_oppo: bool = True, fair: bool = False, elastic: bool = False) -> Snapshot:
+    """(``elastic``: some jobs are elastic; without it, the examples drawn are those drawn before elastic jobs.)"""
     nodes = []
     for i in range(draw(st.integers(1, 5))):
         nodes.append(NodeView(
@@ -93,7 +94,7 @@ def snapshots(draw: st.DrawFn, allow_oppo: bool = True, fair: bool = False, elas
                                   draw(st.sampled_from([0.0, 50.0, 90.0])), tuple(placed),
                                   preempting=draw(st.integers(0, 5)) == 0, preemptible=draw(st.integers(0, 3)) > 0,
                                   elastic=stretch(draw, len(ts)) if elastic else (),
-                                  last_resized_at=draw(st.sampled_from([None, 20.0, 80.0]))))
+                                  last_resized_at=draw(st.sampled_from([None, 20.0, 80.0])) if elastic else None))
     if draw(st.booleans()):  # fill the cluster with low-priority work
         for n in nodes:
             g, c, m = free[n.name]
@@ -119,7 +120,8 @@ def snapshots(draw: st.DrawFn, allow_oppo: bool = True, fair: bool = False, elas
                              reservation_after_seconds=draw(st.sampled_from([0.0, 1800.0])),
                              whole_nodes_for_multi_node_gpu=draw(st.booleans()),
                              fair_sharing=FairSharing(True, draw(st.sampled_from(list(FairShareStrategy))))
-                             if fair else FairSharing(), resize_interval_seconds=draw(st.sampled_from([0.0, 60.0])))
+                             if fair else FairSharing(),
+                             resize_interval_seconds=draw(st.sampled_from([0.0, 60.0])) if elastic else 60.0)
     nodes = [replace(n, used=Resources(n.usable.gpu - free[n.name][0], n.total.cpu - free[n.name][1],
                                        n.total.memory_mb - free[n.name][2])) for n in nodes]
     return Snapshot(now=100.0, nodes=tuple(nodes), vcs=tuple(vcs), running=tuple(running), pending=tuple(pending),
