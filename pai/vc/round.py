@@ -124,7 +124,8 @@ class Round:
             claimed = self.planner.claimed
             if self.resizes:  # jobs shrunk keep running: only whole jobs leave
                 claimed = {k for k in claimed if not is_piece(k)} - {z.job for z in self.resizes}
-            waiting = add_hints(self.state, queue, waiting, now=self.now, claimed=claimed,
+            hinted = [at_minimum(j) or j if j.elastic and j.gang else j for j in queue]  # elastic: its minimum waits
+            waiting = add_hints(self.state, hinted, waiting, now=self.now, claimed=claimed,
                                 started=self.admitted, no_fit=self._no_fit.keys())
         return Decision(tuple(self.admissions), tuple(self.preemptions), waiting, dict(self.planned),
                         tuple(self.resizes))

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 
 import pytest
 
-from pai.vc import Snapshot, schedule
+from pai.vc import IncrementalScheduler, Snapshot, schedule
 from pai.vc.policy import FairSharing
 from pai.vc.snapshot import ResizeCause
 from tests.vc.vc_builders import admitted, codes, job, node, nodes, pinned, resizes, running, snap, vc, victims
@@ -179,3 +179,19 @@ def test_elastic_jobs_leave_rigid_scheduling_as_it_was() -> None:
         assert (a.admissions, a.preemptions, a.waiting, a.planned) == (b.admissions, b.preemptions, b.waiting,
                                                                       b.planned)
         assert not a.resizes
+
+
+def test_an_elastic_job_waiting_at_its_minimum_is_told_about_its_minimum() -> None:
+    d = schedule(snap(N0, [job("p", 1, instances=6, elastic=(3, 8))], [running("r", "n0", 6)]))
+    reason = d.waiting["p"]
+    assert reason.code == "NoNodeFits"
+    assert reason.message.startswith("needs 3 nodes with 1 GPU"), reason.message  # its minimum, not the 6 it asks
+
+
+def test_an_incremental_pass_admits_at_the_minimum_and_keeps_the_job_elastic() -> None:
+    s = snap(N0, [job("p", 1, instances=6, elastic=(2, 8))], [running("r", "n0", 5)])
+    inc = IncrementalScheduler(s)
+    d = inc.schedule(s.now)
+    assert {k: len(v) for k, v in admitted(d).items()} == {"p": 2}
+    assert not d.resizes
+    assert inc.state.index.jobs["p"].elastic == s.pending[0].elastic
