@@ -75,10 +75,11 @@ class Shrinker(Planner):
         index = VictimIndex(jobs, pool.index, lambda j: j.whole_nodes)  # whole_nodes: as the State sees it
         super().__init__(pool, vcs, index, now=now, min_run_seconds=main.min_run_seconds, fair=fair)
         self.claimed = main.claimed
+        self.shrunk: set[str] = set()  # jobs shrunk in the pass (also in ``claimed``: not to be taken whole)
         self.sizes = {r.key: role_sizes(r) for r in state.index.jobs.values() if r.elastic}
 
     def rule(self, victim: RunningJob, s: Search, local: dict[str, Resources] | None = None) -> str | None:
-        if is_piece(victim.key) and parent(victim.key) in self.claimed:
+        if is_piece(victim.key) and parent(victim.key) in self.claimed and parent(victim.key) not in self.shrunk:
             return None  # taken whole by an earlier plan of the pass
         return super().rule(victim, s, local)
 
@@ -97,7 +98,8 @@ class Shrinker(Planner):
         for v in plan.new_victims:
             t = v.job.tasks[0][0]
             by.setdefault((parent(v.job.key), t.role), []).append(v.job)
-        self.claimed.update(k for k, _ in by)  # not taken whole later in the pass
+        self.shrunk.update(k for k, _ in by)
+        self.claimed.update(self.shrunk)  # not taken whole later in the pass
         out = []
         for (key, role), pieces in by.items():
             rule = next(v.rule for v in plan.new_victims if v.job in pieces)

@@ -120,6 +120,12 @@ SHRINK = [
          snap(N0, [job("a1", 2, vc="a")], [elastic("e", 6, 2, 8, vc="b"), running("d", ["n0", "n0"], 1)],
               [vc("a", 0), vc("b", 0)], fair_sharing=FairSharing(True)),
          {"e": (6, 4)}, waiting={"a1": "WaitingForPreemption"}),
+    Case("a job shrunk in a pass is not also taken whole in it",
+         snap(N0, [job("a1", 2, vc="a", at=1), job("a2", 2, vc="a", at=2)], [elastic("e", 8, 6, 8, vc="b")], A4_B4),
+         {"e": (8, 6)}, waiting={"a1": "WaitingForPreemption", "a2": "NoNodeFits"}),
+    Case("two shrinks of one job in a pass count down from each other",
+         snap(N0, [job("a1", 2, vc="a", at=1), job("a2", 1, vc="a", at=2)], [elastic("e", 8, 2, 8, vc="b")], A4_B4),
+         {"e": (6, 5)}, waiting={"a1": "WaitingForPreemption", "a2": "WaitingForPreemption"}),
     Case("two elastic jobs: the lower priority shrinks",
          snap(N0, [job("p", 2, priority=100)], [elastic("hi", 4, 1, 8, priority=50), elastic("lo", 4, 1, 8)]),
          {"lo": (4, 2)}, waiting={"p": "WaitingForPreemption"}),
@@ -195,3 +201,10 @@ def test_an_incremental_pass_admits_at_the_minimum_and_keeps_the_job_elastic() -
     assert {k: len(v) for k, v in admitted(d).items()} == {"p": 2}
     assert not d.resizes
     assert inc.state.index.jobs["p"].elastic == s.pending[0].elastic
+
+
+def test_two_shrinks_of_one_job_in_a_pass_chain_their_sizes() -> None:
+    d = schedule(snap(N0, [job("a1", 2, vc="a", at=1), job("a2", 1, vc="a", at=2)], [elastic("e", 8, 2, 8, vc="b")],
+                      A4_B4))
+    assert [(z.size_from, z.size_to, z.removed, z.preemptor) for z in d.resizes] == [(8, 6, (7, 6), "a1"),
+                                                                                    (6, 5, (5,), "a2")]
