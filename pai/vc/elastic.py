@@ -8,8 +8,8 @@ The rules:
   ``min_instances`` indices, as any gang (it may then plan preemptions, wait, hold a reservation, for that size
   only). A non-gang job already places what fits, task by task.
 * **Growth**, after the pass's admissions and preemptions, only in ``schedule(snapshot)``: a running elastic job that
-  is not being stopped, not also waiting (a non-gang job with tasks to place), not shrunk in the pass, whose last
-  resize is at least ``resizeIntervalSeconds`` old, gains one task at a time of a role below its maximum (the
+  is not being stopped, preempted or shrunk in the pass, not also waiting (a non-gang job with tasks to place), whose
+  last resize is at least ``resizeIntervalSeconds`` old, gains one task at a time of a role below its maximum (the
   lowest free index, the resources of its role's first task), placed best fit with the checks a non-gang task gets:
   the user's GPU limit, the VC's max, other VCs' lending limits, the per-node lending limit and reservations. Jobs
   whose next task stays within their VC's guarantee go first, then (fair sharing: the lowest share of its VC with
@@ -112,6 +112,7 @@ def grow(r: Round, decision: Decision, shrunk: set[str] | frozenset[str] = froze
     interval = r.cfg.resize_interval_seconds
     growers = [_Grower(j) for j in r.state.index.jobs.values()
                if j.elastic and not j.preempting and j.key not in r.pending_keys and j.key not in shrunk
+               and j.key not in r.planner.claimed  # preempted (or shrunk) in the pass
                and (j.last_resized_at is None or r.now >= j.last_resized_at + interval)]
     if not growers:
         return decision

@@ -208,3 +208,9 @@ def test_two_shrinks_of_one_job_in_a_pass_chain_their_sizes() -> None:
                       A4_B4))
     assert [(z.size_from, z.size_to, z.removed, z.preemptor) for z in d.resizes] == [(8, 6, (7, 6), "a1"),
                                                                                     (6, 5, (5,), "a2")]
+
+
+def test_a_job_preempted_whole_does_not_grow() -> None:
+    s = snap([node("n0"), node("n1", 4)], [job("p", 8, priority=100)], [elastic("e", 4, 4, 8, on="n0", priority=1)])
+    d = schedule(s)
+    assert victims(d) == {"e": "p"} and not d.resizes
