@@ -166,7 +166,17 @@ def scheduler_config(d: Mapping[str, Any]) -> SchedulerConfig:
         unblock_hints_per_vc=int(d.get("unblockHintsPerVc", base.unblock_hints_per_vc)),
         fair_sharing=fair_sharing(d.get("fairSharing", {})),
         node_lending_limit=node_lending_limit(d.get("nodeLendingLimit")),
+        resize_interval_seconds=resize_interval(d.get("elastic", {})),
     )
+
+
+def resize_interval(d: Mapping[str, Any]) -> float:
+    """``scheduler.elastic.resizeIntervalSeconds``: a number of seconds, 0 to a year."""
+    where = "scheduler.elastic.resizeIntervalSeconds"
+    value = d.get("resizeIntervalSeconds", DEFAULT_CONFIG.resize_interval_seconds)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 31_536_000:
+        raise InvalidParametersError(f"{where}: {value!r} is not a number of seconds from 0 to 31536000", field=where)
+    return float(value)
 
 
 def fair_sharing(d: Mapping[str, Any]) -> FairSharing:

@@ -116,7 +116,7 @@ class IncrementalScheduler:
                 continue
             started = RunningJob(job.key, job.vc, job.user, job.priority, now, placed, preemptible=job.preemptible,
                                  whole_nodes=job.whole_nodes, gang=job.gang, expected_seconds=job.expected_seconds,
-                                 expected_typical=job.expected_typical)
+                                 expected_typical=job.expected_typical, elastic=job.elastic)
             self.state.started(started)
             self._protect(started)
             del self.pending[job.key]
@@ -157,7 +157,7 @@ class IncrementalScheduler:
         else:
             started = RunningJob(job.key, job.vc, job.user, job.priority, now, placed, preemptible=job.preemptible,
                                  whole_nodes=job.whole_nodes, gang=False, expected_seconds=job.expected_seconds,
-                                 expected_typical=job.expected_typical)
+                                 expected_typical=job.expected_typical, elastic=job.elastic)
             self.state.started(started)
             self._protect(started)
         if rest:

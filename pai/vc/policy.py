@@ -119,6 +119,8 @@ class SchedulerConfig:
     unblock_hints_per_vc: int = 10
     # Borrowed work may hold at most this much of any one node (pai.vc.node_lending); None: no per-node limit.
     node_lending_limit: NodeLendingLimit | None = None
+    # An elastic job grows no sooner than this after its last resize (``scheduler.elastic.resizeIntervalSeconds``).
+    resize_interval_seconds: float = 60.0
 
 
 DEFAULT_POLICY = PreemptionPolicy()

@@ -6,6 +6,8 @@ import heapq
 from collections.abc import Iterable
 
 from pai.domain.resources import ZERO, Resources
+from pai.vc.elastic import at_minimum, consider_elastic
+from pai.vc.elastic_shrink import Shrinker, is_piece, waiting_for_tasks
 from pai.vc.explain import explain_no_fit
 from pai.vc.fairshare import NO_RANK, fair_share
 from pai.vc.gang import Gang
@@ -18,7 +20,7 @@ from pai.vc.policy import WithinVc
 from pai.vc.preemption import Hold, Plan, Planner, undo_holds
 from pai.vc.reasons import WaitCode, with_position
 from pai.vc.reservation import reserve, unreserve
-from pai.vc.snapshot import Admission, Decision, PendingJob, Preemption, RunningJob, WaitingReason
+from pai.vc.snapshot import Admission, Decision, PendingJob, Preemption, Resize, RunningJob, WaitingReason
 from pai.vc.state import State
 from pai.vc.unblock import add_hints
 from pai.vc.wording import (
@@ -39,7 +41,7 @@ class Round:
 
     def __init__(self, state: State, pending: Iterable[PendingJob], now: float,
                  no_plan: dict[Memo, WaitingReason | None] | None = None,
-                 known: dict[str, WaitingReason] | None = None) -> None:
+                 known: dict[str, WaitingReason] | None = None, *, elastic: bool = False) -> None:
         self.state = state
         self.cfg = state.cfg
         self.now = now
@@ -59,6 +61,12 @@ class Round:
         self.admissions: list[Admission] = []
         self.admitted: list[tuple[PendingJob, list[Taken]]] = []
         self.preemptions: list[Preemption] = []
+        # elastic: shrink running elastic jobs before preempting whole ones (pai.vc.elastic_shrink); off in the
+        # IncrementalScheduler, whose state does not follow resizes yet
+        self.shrinker: Shrinker | None = None
+        if elastic and any(r.elastic for r in state.index.jobs.values()):
+            self.shrinker = Shrinker(state, self.pool, self.vcs, self.planner, now=now, fair=self.fair)
+        self.resizes: list[Resize] = []
         self.planned: dict[str, Admission] = {}
         self.planned_jobs: list[tuple[PendingJob, Resources]] = []  # with what each holds (a gang, or one task)
         self.holds: list[Hold] = []
@@ -113,9 +121,14 @@ class Round:
             self._push_head(name)
         waiting = self._positions(queue)
         if self.cfg.unblock_hints_per_vc > 0:  # what would unblock each, on what the pass leaves
-            waiting = add_hints(self.state, queue, waiting, now=self.now, claimed=self.planner.claimed,
+            claimed = self.planner.claimed
+            if self.resizes:  # jobs shrunk keep running: only whole jobs leave
+                claimed = {k for k in claimed if not is_piece(k)} - {z.job for z in self.resizes}
+            hinted = [at_minimum(j) or j if j.elastic and j.gang else j for j in queue]  # elastic: its minimum waits
+            waiting = add_hints(self.state, hinted, waiting, now=self.now, claimed=claimed,
                                 started=self.admitted, no_fit=self._no_fit.keys())
-        return Decision(tuple(self.admissions), tuple(self.preemptions), waiting, dict(self.planned))
+        return Decision(tuple(self.admissions), tuple(self.preemptions), waiting, dict(self.planned),
+                        tuple(self.resizes))
 
     def _push_head(self, name: str) -> None:
         """Offer the VC's next job: across VCs, jobs within their VC's guarantee first, then (fair sharing) the
@@ -139,6 +152,8 @@ class Round:
         """Admit the job, plan it behind preemptions, or record why it waits. True when admitted."""
         if not job.gang:
             return consider_tasks(self, job, vc)
+        if job.elastic and (smaller := at_minimum(job)) is not None:  # its asked size now, else its minimum
+            return consider_elastic(self, job, smaller, vc, borrowing=borrowing)
         gang = self.gang(job)
         request = gang.request
         if not vc.user_fits(job.user, request.gpu):
@@ -246,7 +261,13 @@ class Round:
                 return self._no_plan[memo]
             if memo in self.no_plan_kept:
                 return self.no_plan_kept[memo]
-        plan = self.planner.plan(job, gang, vc, self.pending_keys)
+        # first a plan that only shrinks elastic jobs (pai.vc.elastic_shrink), then whole jobs as before
+        plan = None if self.shrinker is None else self.shrinker.plan(job, gang, vc, self.pending_keys)
+        if plan is not None and self.state.lending is not None and refuse_plan(self, job, gang, vc, plan) is not None:
+            plan = None  # the per-node lending limit does not count a task's borrowed work: the usual search decides
+        shrinks = plan is not None
+        if plan is None:
+            plan = self.planner.plan(job, gang, vc, self.pending_keys)
         refused = None if plan is None or self.state.lending is None else refuse_plan(self, job, gang, vc, plan)
         if refused is not None:  # its placement would put a node past the per-node lending limit
             if not special:
@@ -266,11 +287,15 @@ class Round:
             if not special:
                 self._no_plan[memo] = result
             return result
-        self._commit(job, gang, vc, plan, cost)
+        self._commit(job, gang, vc, plan, cost, shrinks=shrinks)
+        if shrinks:
+            return waiting_for_tasks(len(plan.new_victims), self.planned[job.key])
         return waiting_for_victims(len(plan.victims), self.planned[job.key])
 
-    def _commit(self, job: PendingJob, gang: Gang, vc: VcLedger, plan: Plan, cost: int) -> None:
-        self.holds.extend(self.planner.commit(plan, gang))
+    def _commit(self, job: PendingJob, gang: Gang, vc: VcLedger, plan: Plan, cost: int, *, shrinks: bool = False
+                ) -> None:
+        planner = self.shrinker if shrinks and self.shrinker is not None else self.planner
+        self.holds.extend(planner.commit(plan, gang))
         self.preempted += cost
         vc.add(job.user, gang.request)
         self.state.used_all = self.state.used_all + gang.request
@@ -281,7 +306,11 @@ class Round:
                 source.mark_leaving(v.job.request)
                 if source.name in self._queues and source is not vc:
                     self._push_head(source.name)  # its head may no longer borrow
-            self.preemptions.append(Preemption(v.job.key, job.key, v.rule, preemption_message(v.job, job, v.rule)))
+            if not is_piece(v.job.key):  # a piece is one task of a shrinking elastic job: a Resize says it
+                self.preemptions.append(Preemption(v.job.key, job.key, v.rule,
+                                                   preemption_message(v.job, job, v.rule)))
+        if shrinks and self.shrinker is not None:
+            self.resizes.extend(self.shrinker.resizes(plan, job))
         self.planned[job.key] = to_admission(self.pool, job.key, plan.taken)
         self._drop_reservation(job.key)
 
@@ -306,7 +335,7 @@ class Round:
             if self.now - job.submitted_at < self.cfg.reservation_after_seconds:
                 continue
             vc = self.vcs.get(job.vc)
-            gang = self.gang(job)
+            gang = self.gang(at_minimum(job) or job if job.elastic else job)  # an elastic job holds for its minimum
             if vc is None or gang.request.gpu == 0 or not vc.fits_max_now(gang.request):
                 continue
             if self._never_fits(gang) is not None:

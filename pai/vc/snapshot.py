@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from pai.domain.resources import ZERO, Resources
@@ -49,6 +50,15 @@ class TaskRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class ElasticRole:
+    """A role that may run on ``min_instances`` to ``max_instances`` tasks (``extras.elastic``, pai.vc.elastic)."""
+
+    role: str
+    min_instances: int
+    max_instances: int
+
+
+@dataclass(frozen=True, slots=True)
 class PendingJob:
     key: str
     vc: str
@@ -63,6 +73,8 @@ class PendingJob:
     gang: bool = True
     expected_seconds: float | None = None  # how long it is expected to run once started (RunningJob's)
     expected_typical: bool = False  # (RunningJob's)
+    # roles that may stretch: ``tasks`` is the size asked first; admitted at the minimum when that does not fit
+    elastic: tuple[ElasticRole, ...] = ()
 
     @property
     def request(self) -> Resources:
@@ -90,6 +102,8 @@ class RunningJob:
     # how long it is expected to run (declared, or typical of its kind), for when it should end; None: unknown
     expected_seconds: float | None = None
     expected_typical: bool = False  # expected_seconds is the typical run time of its user's jobs, not declared
+    elastic: tuple[ElasticRole, ...] = ()  # roles that may grow and shrink (pai.vc.elastic)
+    last_resized_at: float | None = None  # when it last grew or shrank (None: never); growth waits the interval
 
     @property
     def request(self) -> Resources:
@@ -153,6 +167,36 @@ class Preemption:
     message: str = ""
 
 
+class ResizeCause(StrEnum):
+    """Why an elastic job changes size; ``grows``: the cause adds tasks (the others take tasks away)."""
+
+    IDLE_CAPACITY = "idle-capacity"  # capacity nobody waiting can use
+    RECLAIM = "reclaim"  # a VC takes back its guarantee
+    PRIORITY = "priority"  # a job of higher priority in the same VC (withinVc, or whileBorrowing)
+    FAIR_SHARE = "fair-share"  # a borrower with a lower fair share
+
+    @property
+    def grows(self) -> bool:
+        return self is ResizeCause.IDLE_CAPACITY
+
+
+@dataclass(frozen=True, slots=True)
+class Resize:
+    """A running elastic job's role changes size (pai.vc.elastic). Growth: ``placements`` are the tasks to start
+    (lowest free indices first). Shrink: ``removed`` are the indices to stop (highest first); ``preemptor`` is the
+    job the capacity goes to."""
+
+    job: str
+    role: str
+    size_from: int
+    size_to: int
+    cause: ResizeCause
+    message: str  # e.g. "grew to 6: 2 GPUs idle in VC dev", "shrank to 4: VC prod reclaims 2 GPUs"
+    placements: tuple[Placement, ...] = ()
+    removed: tuple[int, ...] = ()
+    preemptor: str = ""
+
+
 @dataclass(frozen=True, slots=True)
 class WaitingReason:
     code: str  # e.g. "NoNodeFits", "VcAtMax", "WaitingForPreemption", "Queued"
@@ -171,3 +215,4 @@ class Decision:
     waiting: dict[str, WaitingReason] = field(default_factory=dict)
     # Jobs waiting for their victims to exit, with the placement they will get (not yet to be started).
     planned: dict[str, Admission] = field(default_factory=dict)
+    resizes: tuple[Resize, ...] = ()  # elastic jobs that grow or shrink (pai.vc.elastic)

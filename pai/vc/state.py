@@ -49,7 +49,8 @@ class State:
         self._never: dict[object, WaitingReason | None] = {}
 
     def gang(self, job: PendingJob) -> Gang:
-        g = self.gangs.get(job.key)
+        # an elastic job is seen at its asked size and at its minimum under one key: by its tasks only
+        g = None if job.elastic else self.gangs.get(job.key)
         if g is None:
             shape = (job.tasks, job.whole_nodes)
             g = self._shapes.get(shape)  # jobs of equal tasks share one Gang
@@ -58,7 +59,8 @@ class State:
                     self._shapes.clear()
                 g = self._shapes[shape] = Gang.of(job.tasks, self.cfg.whole_nodes_for_multi_node_gpu,
                                                   whole_nodes=job.whole_nodes)
-            self.gangs[job.key] = g
+            if not job.elastic:
+                self.gangs[job.key] = g
         return g
 
     def never_fits(self, gang: Gang) -> WaitingReason | None:

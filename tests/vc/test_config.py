@@ -118,6 +118,8 @@ def test_unknown_priority_class() -> None:
     ({"scheduler": {"maxPreemptionFraction": 0}}, "less than or equal to the minimum"),
     ({"priorityClasses": {"urgent": "high"}}, "is not of type 'integer'"),
     ({"vcs": []}, "Additional properties"),
+    ({"scheduler": {"elastic": {"resizeIntervalSeconds": -1}}}, "less than the minimum"),
+    ({"scheduler": {"elastic": {"resizeInterval": 5}}}, "Additional properties"),
 ])
 def test_schema_refuses(doc: dict[str, Any], fragment: str) -> None:
     errors = schema_errors(doc)
@@ -136,3 +138,14 @@ def test_non_preemptible_grants_are_read_and_their_classes_checked() -> None:
     assert caught.value.field == "nonPreemptible.priorityClasses"
     assert caught.value.message.startswith("nonPreemptible.priorityClasses: 'gold' is not a priority class")
     assert schema_errors({"nonPreemptible": {"users": "alice"}}) == ["'alice' is not of type 'array'"]
+
+
+def test_the_resize_interval_of_elastic_jobs_is_read_checked_and_defaults_to_a_minute() -> None:
+    doc = {"scheduler": {"elastic": {"resizeIntervalSeconds": 15}}}
+    assert schema_errors(doc) == []
+    assert parse_config(doc).scheduler.resize_interval_seconds == 15.0
+    assert parse_config({}).scheduler.resize_interval_seconds == 60.0
+    with pytest.raises(InvalidParametersError) as err:  # what the schema would refuse, checked again here
+        parse_config({"scheduler": {"elastic": {"resizeIntervalSeconds": "soon"}}})
+    assert err.value.field == "scheduler.elastic.resizeIntervalSeconds"
+    assert "'soon' is not a number of seconds from 0 to 31536000" in err.value.message

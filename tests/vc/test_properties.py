@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from pai.domain.resources import ZERO, Resources
 from pai.vc import Decision, NodeView, PendingJob, RunningJob, Snapshot, TaskRequest, VcQuota, schedule
+from pai.vc.elastic import at_minimum
 from pai.vc.policy import (
     FairShareStrategy,
     FairSharing,
@@ -20,6 +21,7 @@ from pai.vc.policy import (
     WithinVc,
 )
 from pai.vc.quota import cluster_total, effective_quotas
+from pai.vc.snapshot import ElasticRole, ResizeCause
 
 NAMES = ["a", "b", "c"]
 GPU_TYPES = [None, None, "A100"]
@@ -27,7 +29,8 @@ WEIGHTS = [0.0, 1.0, 1.0, 2.0, 3.0]  # fair sharing's VC weights
 
 
 @st.composite
-def snapshots(draw: st.DrawFn, allow_oppo: bool = True, fair: bool = False) -> Snapshot:
+def snapshots(draw: st.DrawFn, allow_oppo: bool = True, fair: bool = False, elastic: bool = False) -> Snapshot:
+    """(``elastic``: some jobs are elastic; without it, the examples drawn are those drawn before elastic jobs.)"""
     nodes = []
     for i in range(draw(st.integers(1, 5))):
         nodes.append(NodeView(
@@ -89,7 +92,9 @@ def snapshots(draw: st.DrawFn, allow_oppo: bool = True, fair: bool = False) -> S
         used[vc] = used[vc] + request
         running.append(RunningJob(f"r{k}", vc, draw(st.sampled_from(["u1", "u2"])), draw(st.sampled_from(prios[:2])),
                                   draw(st.sampled_from([0.0, 50.0, 90.0])), tuple(placed),
-                                  preempting=draw(st.integers(0, 5)) == 0, preemptible=draw(st.integers(0, 3)) > 0))
+                                  preempting=draw(st.integers(0, 5)) == 0, preemptible=draw(st.integers(0, 3)) > 0,
+                                  elastic=stretch(draw, len(ts)) if elastic else (),
+                                  last_resized_at=draw(st.sampled_from([None, 20.0, 80.0])) if elastic else None))
     if draw(st.booleans()):  # fill the cluster with low-priority work
         for n in nodes:
             g, c, m = free[n.name]
@@ -103,40 +108,61 @@ def snapshots(draw: st.DrawFn, allow_oppo: bool = True, fair: bool = False) -> S
                                           draw(st.sampled_from([0.0, 50.0, 90.0])),
                                           ((TaskRequest("main", 0, r), n.name),),
                                           preemptible=draw(st.integers(0, 3)) > 0))
-    pending = [PendingJob(f"p{k}", draw(st.sampled_from([*vc_names, "default"])), draw(st.sampled_from(["u1", "u2"])),
-                          draw(st.sampled_from(prios[-2:])), float(draw(st.integers(0, 99))), tasks("main"))
-               for k in range(draw(st.integers(0, 10)))]
+    pending = []
+    for k in range(draw(st.integers(0, 10))):
+        ts = tasks("main")
+        pending.append(PendingJob(f"p{k}", draw(st.sampled_from([*vc_names, "default"])),
+                                  draw(st.sampled_from(["u1", "u2"])), draw(st.sampled_from(prios[-2:])),
+                                  float(draw(st.integers(0, 99))), ts,
+                                  elastic=stretch(draw, len(ts)) if elastic else ()))
     config = SchedulerConfig(max_preemption_fraction=draw(st.sampled_from([1.0, 0.3])),
                              min_run_seconds=draw(st.sampled_from([0.0, 30.0])),
                              reservation_after_seconds=draw(st.sampled_from([0.0, 1800.0])),
                              whole_nodes_for_multi_node_gpu=draw(st.booleans()),
                              fair_sharing=FairSharing(True, draw(st.sampled_from(list(FairShareStrategy))))
-                             if fair else FairSharing())
+                             if fair else FairSharing(),
+                             resize_interval_seconds=draw(st.sampled_from([0.0, 60.0])) if elastic else 60.0)
     nodes = [replace(n, used=Resources(n.usable.gpu - free[n.name][0], n.total.cpu - free[n.name][1],
                                        n.total.memory_mb - free[n.name][2])) for n in nodes]
     return Snapshot(now=100.0, nodes=tuple(nodes), vcs=tuple(vcs), running=tuple(running), pending=tuple(pending),
                     config=config)
 
 
+def stretch(draw: st.DrawFn, size: int) -> tuple[ElasticRole, ...]:
+    """Maybe elastic: role ``main`` from a minimum at most ``size`` to a maximum at least ``size``."""
+    if draw(st.booleans()):
+        return ()
+    return (ElasticRole("main", draw(st.integers(1, size)), draw(st.integers(size, size + 3))),)
+
+
 def _world(s: Snapshot, d: Decision, *, planned: bool) -> tuple[dict[str, Resources], dict[str, Resources]]:
-    """Per-node and per-VC use after the decision: now, or once every victim has exited (planned=True)."""
+    """Per-node and per-VC use after the decision: now, or once every victim and every task a shrink removes has
+    exited (planned=True). Growth starts now."""
     gone = {p.victim for p in d.preemptions} | {r.key for r in s.running if r.preempting} if planned else set()
+    removed = {(z.job, z.role, i) for z in d.resizes for i in z.removed} if planned else set()
     pending = {p.key: p for p in s.pending}
     node_use: dict[str, Resources] = defaultdict(lambda: ZERO)
     vc_use: dict[str, Resources] = defaultdict(lambda: ZERO)
     for r in s.running:
         if r.key in gone:
             continue
-        vc_use[r.vc] = vc_use[r.vc] + r.request
         for t, n in r.tasks:
-            node_use[n] = node_use[n] + t.resources
+            if (r.key, t.role, t.index) not in removed:
+                vc_use[r.vc] = vc_use[r.vc] + t.resources
+                node_use[n] = node_use[n] + t.resources
     starts = list(d.admissions) + (list(d.planned.values()) if planned else [])
     for a in starts:
         job = pending[a.job]
-        vc_use[job.vc] = vc_use[job.vc] + job.request
         by_task = {(t.role, t.index): t for t in job.tasks}
         for p in a.placements:
+            vc_use[job.vc] = vc_use[job.vc] + by_task[(p.role, p.index)].resources
             node_use[p.node] = node_use[p.node] + by_task[(p.role, p.index)].resources
+    running = {r.key: r for r in s.running}
+    for z in d.resizes:
+        template = next(t for t, _ in running[z.job].tasks if t.role == z.role)
+        for p in z.placements:
+            vc_use[running[z.job].vc] = vc_use[running[z.job].vc] + template.resources
+            node_use[p.node] = node_use[p.node] + template.resources
     return node_use, vc_use
 
 
@@ -150,10 +176,14 @@ def _check(s: Snapshot, d: Decision) -> None:
     assert set(d.planned) <= set(d.waiting)
     for key, reason in d.waiting.items():
         assert reason.code and reason.message and reason.position >= 1, key
-    # gangs whole: every task of an admitted or planned job placed exactly once, on a schedulable node
+    # gangs whole: every task of an admitted or planned job placed exactly once, on a schedulable node (an elastic
+    # job: at the size it asks, or at its minimum)
     for a in (*d.admissions, *d.planned.values()):
         job = pending[a.job]
-        assert sorted((p.role, p.index) for p in a.placements) == sorted((t.role, t.index) for t in job.tasks)
+        placed = sorted((p.role, p.index) for p in a.placements)
+        smaller = at_minimum(job)
+        sizes = [job] if smaller is None else [job, smaller]
+        assert placed in [sorted((t.role, t.index) for t in j.tasks) for j in sizes], (job, placed)
         for p in a.placements:
             assert nodes[p.node].schedulable
             task = next(t for t in job.tasks if (t.role, t.index) == (p.role, p.index))
@@ -177,6 +207,28 @@ def _check(s: Snapshot, d: Decision) -> None:
         assert running[p.victim].preemptible, p  # no rule takes non-preemptible work
         assert p.rule in ("reclaim", "within-vc", "while-borrowing", "fair-share")
     assert s.config.fair_sharing.enabled or all(x.rule != "fair-share" for x in d.preemptions)
+    _check_resizes(s, d)
+
+
+def _check_resizes(s: Snapshot, d: Decision) -> None:
+    """Sizes stay within [min, max]; growth waits the interval and takes no job being stopped; shrinks take only
+    preemptible jobs that are not also preempted, for a planned job, highest indices first."""
+    running = {r.key: r for r in s.running}
+    preempted = {p.victim for p in d.preemptions}
+    for z in d.resizes:
+        r = running[z.job]
+        (role,) = (e for e in r.elastic if e.role == z.role)
+        have = sorted(t.index for t, _ in r.tasks if t.role == z.role)
+        assert role.min_instances <= z.size_to <= role.max_instances, z
+        assert z.job not in preempted and not r.preempting, z
+        if z.cause.grows:
+            assert z.size_to - z.size_from == len(z.placements) > 0 and not z.removed, z
+            assert r.last_resized_at is None or s.now >= r.last_resized_at + s.config.resize_interval_seconds, z
+            assert not {p.index for p in z.placements} & set(have), z
+        else:
+            assert z.size_from - z.size_to == len(z.removed) > 0 and not z.placements, z
+            assert r.preemptible and z.preemptor in d.planned, z
+            assert set(z.removed) <= set(have[role.min_instances:]), z
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -198,17 +250,24 @@ def _sources_keep_their_guarantees(s: Snapshot, d: Decision) -> None:
     guaranteed = {q.name: q.guaranteed for q in effective_quotas(s.vcs, cluster_total(s.nodes))}
     running = {r.key: r for r in s.running}
     pending = {p.key: p for p in s.pending}
-    by_source: dict[str, list[RunningJob]] = defaultdict(list)
+    by_source: dict[str, list[Resources]] = defaultdict(list)  # what each reclaim takes: a job, or a task
     for p in d.preemptions:
         if p.rule == "reclaim":
-            by_source[running[p.victim].vc].append(running[p.victim])
+            by_source[running[p.victim].vc].append(running[p.victim].request)
+    for z in d.resizes:
+        if z.cause is ResizeCause.RECLAIM:
+            tasks = {t.index: t.resources for t, _ in running[z.job].tasks if t.role == z.role}
+            by_source[running[z.job].vc].extend(tasks[i] for i in z.removed)
+    starts = {a.job: a for a in (*d.admissions, *d.planned.values())}
     for vc, victims in by_source.items():
         settled = sum((r.request for r in s.running if r.vc == vc and not r.preempting), ZERO)
-        settled = settled + sum((pending[k].request for k in (*[a.job for a in d.admissions], *d.planned)
-                                 if pending[k].vc == vc), ZERO)
-        after = settled - sum((v.request for v in victims), ZERO)
+        for k, a in starts.items():
+            if pending[k].vc == vc:
+                by_task = {(t.role, t.index): t.resources for t in pending[k].tasks}
+                settled = settled + sum((by_task[(p.role, p.index)] for p in a.placements), ZERO)
+        after = settled - sum(victims, ZERO)
         g = guaranteed[vc]
-        assert any(not (after + v.request).fits_in(g) for v in victims), (vc, after, g)
+        assert any(not (after + v).fits_in(g) for v in victims), (vc, after, g)
 
 
 def test_the_generator_produces_preemptions() -> None:
@@ -400,3 +459,95 @@ def test_the_fair_generator_produces_fair_share_preemptions() -> None:
 
     collect()
     assert sum(seen) >= 5, sum(seen)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(snapshots(elastic=True))
+def test_invariants_with_elastic_jobs(s: Snapshot) -> None:
+    _check(s, schedule(s))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(snapshots(allow_oppo=False, elastic=True))
+def test_elastic_reclaim_takes_a_vc_below_its_guarantee_by_at_most_one_gang_or_task(s: Snapshot) -> None:
+    d = schedule(s)
+    _check(s, d)
+    _sources_keep_their_guarantees(s, d)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(snapshots(fair=True, elastic=True))
+def test_invariants_with_elastic_jobs_and_fair_sharing(s: Snapshot) -> None:
+    _check(s, schedule(s))
+
+
+@st.composite
+def elastic_snapshots(draw: st.DrawFn) -> Snapshot:
+    """Full nodes running elastic jobs of 1-GPU tasks (some above their minimum) and rigid jobs in VCs `a`, `b` and
+    `default`, some borrowed, non-preemptible or young; one or two jobs waiting that may reclaim, preempt by
+    priority or by fair share."""
+    nodes = [NodeView(f"n{i}", Resources(8, 32, 64_000)) for i in range(draw(st.integers(1, 3)))]
+    ga, gb = draw(st.sampled_from([2, 4, 8])), draw(st.sampled_from([0, 2, 4]))
+    policy = PreemptionPolicy(draw(st.sampled_from([Reclaim.ANY, Reclaim.LOWER_PRIORITY])))
+    vcs = (VcQuota("a", Resources(ga, 4 * ga, 8_000 * ga), preemption=policy),
+           VcQuota("b", Resources(gb, 4 * gb, 8_000 * gb)), VcQuota("default"))
+    running: list[RunningJob] = []
+    used = {}
+    for n in nodes:
+        free = 8
+        while free > 0 and draw(st.integers(0, 5)) > 0:
+            size = min(free, draw(st.integers(1, 6)))
+            free -= size
+            lo = draw(st.integers(1, size))
+            grow = draw(st.sampled_from([0, 0, 2]))
+            running.append(RunningJob(
+                f"r{len(running)}", draw(st.sampled_from(["a", "b", "b", "default"])),
+                draw(st.sampled_from(["u1", "u2"])),
+                draw(st.sampled_from([1, 10, 100])), float(draw(st.sampled_from([0, 50, 90]))),
+                tuple((TaskRequest("main", i, Resources(1, 1, 1_000)), n.name) for i in range(size)),
+                preemptible=draw(st.integers(0, 5)) > 0,
+                elastic=(ElasticRole("main", lo, size + grow),) if draw(st.integers(0, 3)) > 0 else (),
+                last_resized_at=draw(st.sampled_from([None, 95.0]))))
+        on = sum(len(r.tasks) for r in running if r.tasks[0][1] == n.name)
+        used[n.name] = Resources(8 - free, on, 1_000 * on)
+    nodes = [replace(n, used=used[n.name]) for n in nodes]
+    pending = []
+    for k in range(draw(st.integers(1, 2))):
+        gpu, count = draw(st.sampled_from([(1, 1), (1, 2), (1, 4), (2, 1), (4, 1)]))
+        pending.append(PendingJob(f"p{k}", draw(st.sampled_from(["a", "a", "default"])), "u1",
+                                  draw(st.sampled_from([10, 50])), 60.0 + k,
+                                  tuple(TaskRequest("main", i, Resources(gpu, 1, 1_000)) for i in range(count)),
+                                  elastic=(ElasticRole("main", 1, count),) if draw(st.booleans()) else ()))
+    config = SchedulerConfig(fair_sharing=FairSharing(draw(st.booleans())),
+                             min_run_seconds=draw(st.sampled_from([0.0, 0.0, 30.0])),
+                             max_preemption_fraction=draw(st.sampled_from([1.0, 1.0, 0.2])))
+    return Snapshot(now=100.0, nodes=tuple(nodes), vcs=vcs, running=tuple(running), pending=tuple(pending),
+                    config=config)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(elastic_snapshots())
+def test_shrinks_keep_every_guarantee_and_every_minimum(s: Snapshot) -> None:
+    d = schedule(s)
+    _check(s, d)
+    _sources_keep_their_guarantees(s, d)
+
+
+def test_the_elastic_generators_grow_and_shrink() -> None:
+    grown, shrunk = [], []
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True,
+              database=None)
+    @given(snapshots(elastic=True))
+    def collect(s: Snapshot) -> None:
+        grown.append(any(z.cause.grows for z in schedule(s).resizes))
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True,
+              database=None)
+    @given(elastic_snapshots())
+    def collect_shrinks(s: Snapshot) -> None:
+        shrunk.append(any(not z.cause.grows for z in schedule(s).resizes))
+
+    collect()
+    collect_shrinks()
+    assert sum(grown) >= 5 and sum(shrunk) >= 10, (sum(grown), sum(shrunk))

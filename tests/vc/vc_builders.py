@@ -8,6 +8,7 @@ from typing import Any
 from pai.domain.resources import Resources
 from pai.vc import Decision, NodeView, PendingJob, RunningJob, Snapshot, TaskRequest, VcQuota
 from pai.vc.policy import PreemptionPolicy, Reclaim, SchedulerConfig, WhileBorrowing, WithinVc
+from pai.vc.snapshot import ElasticRole
 
 Amount = tuple[int, int, int] | int | None
 
@@ -42,19 +43,28 @@ def tasks(gpu: int = 1, instances: int = 1, cpu: int = 1, mem: int = 1024, role:
 def job(key: str, gpu: int = 1, *, instances: int = 1, cpu: int = 1, mem: int = 1024, vc: str = "default",
         user: str = "alice", priority: int = 10, at: float = 0.0, gpu_type: str | None = None, ports: int = 2,
         selector: dict[str, str] | None = None, roles: tuple[TaskRequest, ...] | None = None,
-        preemptible: bool = True) -> PendingJob:
+        preemptible: bool = True, elastic: tuple[int, int] | None = None) -> PendingJob:
+    """``elastic=(min, max)``: its role ``main`` stretches from min to max instances."""
     ts = roles if roles is not None else tasks(gpu, instances, cpu, mem, gpu_type=gpu_type, ports=ports,
                                                 selector=selector)
-    return PendingJob(key=key, vc=vc, user=user, priority=priority, submitted_at=at, tasks=ts, preemptible=preemptible)
+    return PendingJob(key=key, vc=vc, user=user, priority=priority, submitted_at=at, tasks=ts, preemptible=preemptible,
+                      elastic=stretch(elastic))
+
+
+def stretch(elastic: tuple[int, int] | None) -> tuple[ElasticRole, ...]:
+    return () if elastic is None else (ElasticRole("main", *elastic),)
 
 
 def running(key: str, on: str | list[str], gpu: int = 1, *, cpu: int = 1, mem: int = 1024, vc: str = "default",
             user: str = "bob", priority: int = 10, started: float = 0.0, preempting: bool = False,
-            preempted_by: str = "", preemptible: bool = True) -> RunningJob:
+            preempted_by: str = "", preemptible: bool = True, elastic: tuple[int, int] | None = None,
+            resized: float | None = None) -> RunningJob:
+    """``elastic=(min, max)``: its role ``main`` stretches; ``resized``: when it last grew or shrank."""
     where = [on] if isinstance(on, str) else on
     ts = tuple((TaskRequest("main", i, Resources(gpu, cpu, mem)), n) for i, n in enumerate(where))
     return RunningJob(key=key, vc=vc, user=user, priority=priority, started_at=started, tasks=ts,
-                      preempting=preempting, preempted_by=preempted_by, preemptible=preemptible)
+                      preempting=preempting, preempted_by=preempted_by, preemptible=preemptible,
+                      elastic=stretch(elastic), last_resized_at=resized)
 
 
 def pinned(key: str, on: str | list[str], gpu: int = 1, **kw: Any) -> RunningJob:
@@ -89,6 +99,11 @@ def snap(nodes: list[NodeView], pending: list[PendingJob] | tuple[PendingJob, ..
 def admitted(d: Decision) -> dict[str, dict[str, str]]:
     """``{job: {"role-index": node}}`` of the admissions."""
     return {a.job: {f"{p.role}-{p.index}": p.node for p in a.placements} for a in d.admissions}
+
+
+def resizes(d: Decision) -> dict[str, tuple[int, int]]:
+    """``{job: (size from, size to)}`` of the resizes (role ``main``)."""
+    return {z.job: (z.size_from, z.size_to) for z in d.resizes}
 
 
 def codes(d: Decision) -> dict[str, str]:
