@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, slots=True)
 class JobOutcome:
     """What became of one job. ``started_at``: its first start; ``reason``: the code it last waited with, when it
-    never completed; ``live``: it ran when the replay began (no completion time or queueing delay is counted)."""
+    never completed; ``live``: it ran when the replay began (no completion time or queueing delay is counted);
+    ``resizes``: how often an elastic job grew or shrank."""
 
     key: str
     vc: str
@@ -20,6 +21,7 @@ class JobOutcome:
     preemptions: int
     reason: str = ""
     live: bool = False
+    resizes: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +45,7 @@ class ReplayLog:
     preemptions: int
     passes: int
     full_passes: int
+    resizes: dict[str, int] = field(default_factory=dict)  # cause (pai.vc.snapshot.ResizeCause) -> resizes
 
     @property
     def gpu_seconds(self) -> float:

@@ -5,7 +5,10 @@
   time lost to preemption shows in the completion time, not here;
 * **GPU utilization**: allocated GPU-time over the cluster's GPU-time, from the start of the replay to its end
   (the last completion, or ``until``), and over the arrival window alone (to the last arrival);
-* **never ran**: jobs that never started, by the reason they last waited with.
+* **never ran**: jobs that never started, by the reason they last waited with;
+* **resizes**: how often elastic jobs grew or shrank, by cause (``idle-capacity``, ``reclaim``, ``priority``,
+  ``fair-share``); **GPU-hours lost to preemption**: the GPU-time of attempts preempted whole (their work is
+  lost: they restart from scratch); a shrink loses none.
 
 Percentiles are nearest-rank: p95 of 20 values is the 19th smallest. Jobs already running when a replay from a
 live cluster begins count in utilization and preemptions only.
@@ -92,6 +95,7 @@ class Report:
     never_ran: dict[str, int]  # reason code -> jobs
     passes: int
     full_passes: int
+    resizes: dict[str, int]  # cause -> resizes of elastic jobs
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -107,6 +111,7 @@ class Report:
             "neverRan": self.never_ran,
             "passes": self.passes,
             "fullPasses": self.full_passes,
+            "resizes": self.resizes,
         }
 
 
@@ -128,6 +133,7 @@ def report(log: ReplayLog) -> Report:
         never_ran=dict(Counter(j.reason for j in log.jobs if j.started_at is None and not j.live).most_common()),
         passes=log.passes,
         full_passes=log.full_passes,
+        resizes=dict(log.resizes),
     )
 
 

@@ -5,7 +5,10 @@ The first line may be a header, ``{"trace": 1, "nodes": [...], ...}``; every oth
     {"name": "j1", "submittedAt": 30, "duration": 3600, "vc": "research", "user": "alice", "priority": "prod",
      "tasks": [{"instances": 2, "gpu": 8, "cpu": 48, "memoryMB": 384000}]}
 
-``preemptible: false`` marks a job no rule may preempt once it runs (``extras.preemptible`` of a job spec).
+``preemptible: false`` marks a job no rule may preempt once it runs (``extras.preemptible`` of a job spec);
+``elastic: {"main": {"minInstances": 1, "maxInstances": 4}}`` an elastic job (``extras.elastic``, pai.vc.elastic_doc):
+its ``duration`` is then its run time at the size it asks (its ``tasks``); the replay runs it faster or slower at
+other sizes.
 
 Times are seconds from the start of the trace. A node is ``{name, gpu, cpu, memoryMB}`` with optional
 ``gpuType``, ``labels``, ``schedulable``, ``failedGpus`` and ``count`` (``count: 125`` stands for nodes
@@ -22,7 +25,8 @@ from typing import Any
 
 from pai.domain.errors import InvalidParametersError
 from pai.domain.resources import Resources
-from pai.vc.snapshot import NodeView, TaskRequest
+from pai.vc.elastic_doc import elastic_doc, parse_elastic
+from pai.vc.snapshot import ElasticRole, NodeView, TaskRequest
 
 TRACE_VERSION = 1
 
@@ -40,6 +44,7 @@ class TraceJob:
     user: str = ""
     priority: int | str = 10
     preemptible: bool = True
+    elastic: tuple[ElasticRole, ...] = ()  # ``tasks`` is the size it asks; ``duration`` its run time at that size
 
     @property
     def gpus(self) -> int:
@@ -94,6 +99,8 @@ def trace_lines(trace: Trace) -> Iterator[str]:
                "priority": j.priority, "tasks": task_docs(j.tasks)}
         if not j.preemptible:
             doc["preemptible"] = False
+        if j.elastic:
+            doc["elastic"] = elastic_doc(j.elastic)
         yield json.dumps(doc)
 
 
@@ -202,7 +209,7 @@ def _job(doc: Mapping[str, Any], where: str) -> TraceJob:
     return TraceJob(name=name, submitted_at=_seconds(doc, "submittedAt", where, 0.0),
                     duration=_seconds(doc, "duration", where, None), tasks=tuple(tasks),
                     vc=str(doc.get("vc", "default")), user=str(doc.get("user", "")), priority=priority,
-                    preemptible=preemptible)
+                    preemptible=preemptible, elastic=parse_elastic(doc.get("elastic"), tasks, where))
 
 
 def _seconds(doc: Mapping[str, Any], key: str, where: str, default: float | None) -> float:
