@@ -16,7 +16,7 @@ from pai.commands.yamlfile import read_mapping
 from pai.domain.errors import PaiError
 from pai.domain.timing import FULL_PASS_SECONDS, GRACE_SECONDS
 from pai.vc.config import ClusterConfig, parse_config
-from pai.vc.replay import LiveJob, Setup, replay
+from pai.vc.replay import LiveJob, Setup, is_elastic, replay, rigid
 from pai.vc.replay_report import Report, report
 from pai.vc.snapshot import NodeView
 from pai.vc.trace import Trace, TraceJob, parse_nodes, parse_trace, trace_lines
@@ -58,11 +58,16 @@ def load_configuration(path: Path) -> Configuration:
 @click.option("--full-pass-seconds", type=click.FloatRange(min=0, min_open=True), default=FULL_PASS_SECONDS,
               show_default=True,
               help="How often a full scheduling pass runs while jobs wait (as the launcher does).")
+@click.option("--compare-rigid/--no-compare-rigid", default=None,
+              help="Also replay the same jobs with elastic stripped (rigid at the size they ask), side by side "
+                   "[default: when the trace has elastic jobs].")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 def replay_command(trace: Path, configs: tuple[Path, ...], master: str | None, live_duration: float,
-                   until: float | None, grace_seconds: float, full_pass_seconds: float, as_json: bool) -> None:
+                   until: float | None, grace_seconds: float, full_pass_seconds: float, compare_rigid: bool | None,
+                   as_json: bool) -> None:
     """Replay the workload in TRACE (JSON Lines) through the scheduler, per configuration, and print job
-    completion times, queueing delays, GPU utilization, preemptions and the jobs that never ran."""
+    completion times, queueing delays, GPU utilization, preemptions, resizes and the jobs that never ran; with
+    elastic jobs, against the same jobs rigid."""
     try:
         workload = parse_trace(trace.read_text().splitlines())
     except PaiError as e:
@@ -85,6 +90,7 @@ def replay_command(trace: Path, configs: tuple[Path, ...], master: str | None, l
         chosen = chosen or [Configuration(f"{master} (live)", live.config)]
     chosen = chosen or [Configuration("default configuration", ClusterConfig())]
     reports: list[Report] = []
+    names: list[str] = []
     for c in chosen:
         use = c.nodes or nodes
         if not use:
@@ -92,11 +98,14 @@ def replay_command(trace: Path, configs: tuple[Path, ...], master: str | None, l
                                        "or use --from-master")
         setup = Setup(nodes=use, jobs=(*waiting, *workload.jobs), config=c.config, running=running, until=until,
                       grace_seconds=grace_seconds, full_pass_seconds=full_pass_seconds)
-        try:
-            reports.append(report(replay(setup)))
-        except PaiError as e:
-            raise click.ClickException(f"{c.name}: {e.message}") from None
-    names = [c.name for c in chosen]
+        both = is_elastic(setup) if compare_rigid is None else compare_rigid
+        for name, s in ((f"{c.name} (elastic)", setup), (f"{c.name} (rigid)", rigid(setup))) if both else (
+                (c.name, setup),):
+            try:
+                reports.append(report(replay(s)))
+            except PaiError as e:
+                raise click.ClickException(f"{c.name}: {e.message}") from None
+            names.append(name)
     if as_json:
         click.echo(json.dumps(_json(trace, workload, names, reports, len(running) + len(waiting)), indent=2))
         return
@@ -140,8 +149,12 @@ def _shares(values: tuple[str, ...]) -> tuple[tuple[str, float], ...]:
 @click.option("--memory-mb-per-node", type=click.IntRange(min=1), default=512_000, show_default=True)
 @click.option("--vc", "vcs", multiple=True, metavar="NAME=SHARE",
               help="A VC and its share of the jobs (repeat; default research=0.4 prod=0.3 dev=0.2 default=0.1).")
+@click.option("--elastic-share", type=click.FloatRange(min=0, max=1), default=0.0, show_default=True,
+              help="The share of jobs that are elastic: workers of 1 GPU (a node's GPUs for jobs larger than a "
+                   "node), from half to twice the size they ask.")
 def replay_gen_command(out: Path, days: float, load: float, seed: int, node_count: int, gpus_per_node: int,
-                       cpus_per_node: int, memory_mb_per_node: int, vcs: tuple[str, ...]) -> None:
+                       cpus_per_node: int, memory_mb_per_node: int, vcs: tuple[str, ...],
+                       elastic_share: float) -> None:
     """Write a synthetic trace shaped like Microsoft's Philly GPU clusters (Jeon et al., USENIX ATC'19) to OUT
     (JSON Lines; - for stdout). Each task asks for 3/4 of a node's CPU and memory per GPU."""
     node = {"name": "node", "count": node_count, "gpu": gpus_per_node, "cpu": cpus_per_node,
@@ -149,7 +162,8 @@ def replay_gen_command(out: Path, days: float, load: float, seed: int, node_coun
     base = WorkloadShape()
     shape = WorkloadShape(days=days, load=load, vcs=_shares(vcs) if vcs else base.vcs, gpus_per_node=gpus_per_node,
                           cpu_per_gpu=max(1, cpus_per_node * 3 // 4 // gpus_per_node),
-                          memory_mb_per_gpu=max(1, memory_mb_per_node * 3 // 4 // gpus_per_node))
+                          memory_mb_per_gpu=max(1, memory_mb_per_node * 3 // 4 // gpus_per_node),
+                          elastic_share=elastic_share)
     try:
         nodes = parse_nodes([node], "nodes")
         trace = generate(shape, nodes, seed)
@@ -162,6 +176,8 @@ def replay_gen_command(out: Path, days: float, load: float, seed: int, node_coun
         out.write_text(text)
         gpus = sum(n.total.gpu for n in nodes)
         plural = "" if days == 1 else "s"
-        click.echo(f"{out}: {len(trace.jobs):,} jobs over {days:g} day{plural} on {len(nodes)} nodes ({gpus:,} GPUs)",
-                   err=True)
+        elastic = sum(1 for j in trace.jobs if j.elastic)
+        note = f", {elastic:,} of them elastic" if elastic_share else ""
+        click.echo(f"{out}: {len(trace.jobs):,} jobs{note} over {days:g} day{plural} on {len(nodes)} nodes "
+                   f"({gpus:,} GPUs)", err=True)
 

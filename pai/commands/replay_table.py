@@ -64,6 +64,11 @@ def render(names: Sequence[str], reports: Sequence[Report]) -> str:
     add("", "GPU-hours allocated", [r.gpu_hours for r in reports], _hours, "h")
     add("", "  lost to preemption", [r.lost_gpu_hours for r in reports], _hours, "h")
     add("", "preemptions", [r.overall.preemptions for r in reports], _count, "n")
+    causes = sorted({cause for r in reports for cause in r.resizes})
+    if causes:
+        add("", "resizes", [sum(r.resizes.values()) for r in reports], _count, "n")
+        for cause in causes:
+            add("", f"  {cause}", [r.resizes.get(cause, 0) for r in reports], _count, "n")
     add("", "jobs that never ran", [r.overall.never_ran for r in reports], _count, "n")
     reasons = sorted({code for r in reports for code in r.never_ran})
     for code in reasons:

@@ -15,9 +15,8 @@ from dataclasses import replace
 
 from pai.domain.resources import Resources
 from pai.vc.policy import SchedulerConfig
-from pai.vc.quota import VcQuota
 from pai.vc.schedule import schedule
-from pai.vc.snapshot import Decision, NodeView, PendingJob, Resize, RunningJob, Snapshot, TaskRequest
+from pai.vc.snapshot import Decision, NodeView, PendingJob, Resize, RunningJob, Snapshot, TaskRequest, VcQuota
 
 PIECE = "\x1e"  # piece keys: job, PIECE, a number
 
@@ -37,7 +36,8 @@ class FullPasses:
     def finished(self, key: str) -> None:
         self.running.pop(key, None)
 
-    def schedule(self, now: float, *, full: bool = True) -> Decision:  # noqa: ARG002 (every pass is full)
+    def schedule(self, now: float, *, full: bool = True) -> Decision:
+        """One pass over everything (``full`` is for the incremental scheduler's signature: every pass is)."""
         used: dict[str, Resources] = {}
         for job in self.running.values():
             for t, node in job.tasks:
@@ -46,12 +46,12 @@ class FullPasses:
         d = schedule(Snapshot(now, nodes, self.vcs, tuple(self.running.values()), tuple(self.pending.values()),
                               self.config))
         for a in d.admissions:
-            job = self.pending.pop(a.job)
-            asked = {(t.role, t.index): t for t in job.tasks}
+            waited = self.pending.pop(a.job)
+            asked = {(t.role, t.index): t for t in waited.tasks}
             self.running[a.job] = RunningJob(
-                job.key, job.vc, job.user, job.priority, now,
-                tuple((asked[(p.role, p.index)], p.node) for p in a.placements), preemptible=job.preemptible,
-                whole_nodes=job.whole_nodes, gang=job.gang, elastic=job.elastic)
+                waited.key, waited.vc, waited.user, waited.priority, now,
+                tuple((asked[(p.role, p.index)], p.node) for p in a.placements), preemptible=waited.preemptible,
+                whole_nodes=waited.whole_nodes, gang=waited.gang, elastic=waited.elastic)
         for p in d.preemptions:
             victim = self.running.get(p.victim)
             if victim is not None:

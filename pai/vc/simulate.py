@@ -1,7 +1,9 @@
 """What-if: one scheduling pass over a scenario written as plain data (see docs/scheduling.md).
 
-``simulate(scenario) -> {admitted: {job: {task: node}}, preempted: [job], waiting: {job: reason}}``. A job that
-will start once its victims have exited counts as admitted, with its planned placement.
+``simulate(scenario) -> {admitted: {job: {task: node}}, preempted: [job], waiting: {job: reason}, resized: [...]}``.
+A job that will start once its victims have exited counts as admitted, with its planned placement. ``resized``:
+the running elastic jobs that grow or shrink (``elastic`` of a job, as ``extras.elastic``), each
+``{job, role, from, to, cause, message}`` with the tasks that start (``added``: task -> node) or stop (``removed``).
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ from typing import Any
 from pai.domain.errors import InvalidParametersError
 from pai.domain.resources import Resources
 from pai.vc.config import ClusterConfig, parse_config, scheduler_config, vc_config
+from pai.vc.elastic_doc import parse_elastic
 from pai.vc.quota import cluster_total
 from pai.vc.schedule import schedule
-from pai.vc.snapshot import Admission, NodeView, PendingJob, RunningJob, Snapshot, TaskRequest
+from pai.vc.snapshot import Admission, NodeView, PendingJob, Resize, RunningJob, Snapshot, TaskRequest
 
 
 def simulate(scenario: Mapping[str, Any]) -> dict[str, Any]:
@@ -25,6 +28,7 @@ def simulate(scenario: Mapping[str, Any]) -> dict[str, Any]:
         "admitted": {a.job: _tasks(a) for a in (*d.admissions, *d.planned.values())},
         "preempted": [p.victim for p in d.preemptions],
         "waiting": {k: r.to_dict() for k, r in d.waiting.items() if k not in d.planned},
+        "resized": [_resize(z) for z in d.resizes],
     }
 
 
@@ -46,6 +50,16 @@ def _snapshot(scenario: Mapping[str, Any]) -> Snapshot:
     now = float(scenario.get("now", max(times, default=0.0)))
     return Snapshot(now=now, nodes=nodes, vcs=vcs, running=running, pending=pending,
                     config=scheduler_config(scenario.get("scheduler") or {}))
+
+
+def _resize(z: Resize) -> dict[str, Any]:
+    out: dict[str, Any] = {"job": z.job, "role": z.role, "from": z.size_from, "to": z.size_to,
+                           "cause": z.cause.value, "message": z.message}
+    if z.placements:
+        out["added"] = {f"{p.role}-{p.index}": p.node for p in z.placements}
+    if z.removed:
+        out["removed"] = [f"{z.role}-{i}" for i in z.removed]
+    return out
 
 
 def _tasks(a: Admission) -> dict[str, str]:
@@ -98,15 +112,19 @@ def _running(j: Mapping[str, Any], k: int, classes: ClusterConfig) -> RunningJob
                       started_at=float(j.get("startedAt", 0)), tasks=tasks,
                       preempting=bool(j.get("preempting", False)), preemptible=bool(j.get("preemptible", True)),
                       whole_nodes=bool(j.get("wholeNodes", False)),
-                      expected_seconds=None if j.get("expectedSeconds") is None else float(j["expectedSeconds"]))
+                      expected_seconds=None if j.get("expectedSeconds") is None else float(j["expectedSeconds"]),
+                      elastic=parse_elastic(j.get("elastic"), (t for t, _ in tasks), where),
+                      last_resized_at=None if j.get("lastResizedAt") is None else float(j["lastResizedAt"]))
 
 
 def _pending(j: Mapping[str, Any], k: int, classes: ClusterConfig) -> PendingJob:
     where = f"pending[{k}]"
+    tasks = tuple(t for t, _ in _task_requests(j, where))
     return PendingJob(key=str(_need(j, "name", where)), vc=str(j.get("vc", "default")), user=str(j.get("user", "")),
                       priority=_priority(j.get("priority", 10), classes, where),
-                      submitted_at=float(j.get("submittedAt", 0)),
-                      tasks=tuple(t for t, _ in _task_requests(j, where)), whole_nodes=bool(j.get("wholeNodes", False)))
+                      submitted_at=float(j.get("submittedAt", 0)), tasks=tasks,
+                      whole_nodes=bool(j.get("wholeNodes", False)),
+                      elastic=parse_elastic(j.get("elastic"), tasks, where))
 
 
 def _nodes(raw: Sequence[Mapping[str, Any]], running: Sequence[RunningJob]) -> tuple[NodeView, ...]:

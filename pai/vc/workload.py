@@ -26,6 +26,11 @@ that offers ``load`` times the cluster's GPUs (the expected GPU-seconds of a job
 log-normal). Jobs go to VCs by share, to users of a VC by a Zipf law (user k gets weight 1/k), and take
 priority ``prod`` 10 %, ``test`` 80 %, ``oppo`` 10 % (the paper has no priorities: our choice). A job of more
 GPUs than a node has is a gang of whole-node tasks. Deterministic for a seed.
+
+``elastic_share`` of the jobs (drawn apart, so the other draws do not change with it) are elastic data-parallel
+jobs: a job of ``g`` GPUs is ``n`` workers of 1 GPU (of a whole node's GPUs when ``g`` is more than a node has),
+elastic from ``max(1, n // 2)`` to ``2 n`` workers; its duration is its run time at ``n`` (our choice: the Philly
+paper has no elastic jobs).
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from itertools import accumulate
 
 from pai.domain.resources import Resources
 from pai.vc.quota import cluster_total
-from pai.vc.snapshot import NodeView, TaskRequest
+from pai.vc.snapshot import ElasticRole, NodeView, TaskRequest
 from pai.vc.trace import Trace, TraceJob
 
 DAY = 86_400.0
@@ -72,6 +77,7 @@ class WorkloadShape:
     gpus_per_node: int = 8  # larger jobs are gangs of tasks of this many GPUs
     cpu_per_gpu: int = 6
     memory_mb_per_gpu: int = 48_000
+    elastic_share: float = 0.0  # of the jobs, elastic from half to twice their size (in workers)
 
     def mean_seconds(self, size: SizeClass) -> float:
         """The expected run time of a job of ``size``: the mean of the clamped log-normal."""
@@ -95,6 +101,7 @@ def _phi(z: float) -> float:
 def generate(shape: WorkloadShape, nodes: tuple[NodeView, ...], seed: int = 1) -> Trace:
     """A trace of ``shape.days`` on ``nodes``; the same seed gives the same trace."""
     rnd = random.Random(seed)
+    elastic_rnd = random.Random(f"elastic-{seed}")  # its own draws: the trace is the same job for job but elastic
     mean_rate = shape.arrivals_per_second(cluster_total(nodes).gpu)
     peak_rate = mean_rate * (1 + shape.diurnal_amplitude)
     size_weights = list(accumulate(c.share for c in shape.sizes))
@@ -113,11 +120,14 @@ def generate(shape: WorkloadShape, nodes: tuple[NodeView, ...], seed: int = 1) -
         vc = rnd.choices(shape.vcs, cum_weights=vc_weights)[0][0]
         user = rnd.choices(range(1, shape.users_per_vc + 1), cum_weights=user_weights)[0]
         duration = rnd.lognormvariate(math.log(size.median_minutes * 60), shape.sigma)
+        elastic = elastic_rnd.random() < shape.elastic_share
+        tasks = _workers(shape, size.gpus) if elastic else _tasks(shape, size.gpus)
         jobs.append(TraceJob(
             name=f"j{len(jobs) + 1:06d}", submitted_at=round(t, 3),
             duration=round(min(max(duration, shape.min_seconds), shape.max_seconds), 3),
-            tasks=_tasks(shape, size.gpus), vc=vc, user=f"{vc}-u{user}",
-            priority=rnd.choices(shape.priorities, cum_weights=prio_weights)[0][0]))
+            tasks=tasks, vc=vc, user=f"{vc}-u{user}",
+            priority=rnd.choices(shape.priorities, cum_weights=prio_weights)[0][0],
+            elastic=(ElasticRole("main", max(1, len(tasks) // 2), 2 * len(tasks)),) if elastic else ()))
     header = {"generator": {"model": "philly-atc19", "seed": seed, **_settings(shape)}}
     return Trace(tuple(jobs), nodes, header)
 
@@ -137,6 +147,13 @@ def _tasks(shape: WorkloadShape, gpus: int) -> tuple[TaskRequest, ...]:
     return tuple(out)
 
 
+def _workers(shape: WorkloadShape, gpus: int) -> tuple[TaskRequest, ...]:
+    """An elastic job's tasks: workers of 1 GPU, or of a whole node's GPUs when the job is larger than a node."""
+    per = 1 if gpus <= shape.gpus_per_node else shape.gpus_per_node
+    r = Resources(per, per * shape.cpu_per_gpu, per * shape.memory_mb_per_gpu)
+    return tuple(TaskRequest("main", i, r) for i in range(math.ceil(gpus / per)))
+
+
 def _settings(shape: WorkloadShape) -> dict[str, object]:
     """The shape as written in the trace's header (camelCase, like every other document)."""
     return {
@@ -146,4 +163,5 @@ def _settings(shape: WorkloadShape) -> dict[str, object]:
         "vcs": dict(shape.vcs), "usersPerVc": shape.users_per_vc,
         "priorities": {str(p): w for p, w in shape.priorities}, "gpusPerNode": shape.gpus_per_node,
         "cpuPerGpu": shape.cpu_per_gpu, "memoryMBPerGpu": shape.memory_mb_per_gpu,
+        **({"elasticShare": shape.elastic_share} if shape.elastic_share else {}),
     }
