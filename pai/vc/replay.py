@@ -189,7 +189,7 @@ class _Replay:
             while self.heap and self.heap[0][0] <= now:
                 _, _, kind, key, attempt = heapq.heappop(self.heap)
                 self._event(now, kind, key, attempt)
-            full = now - last_full >= s.full_pass_seconds
+            full = now >= last_full + s.full_pass_seconds  # as ``at`` has it (not now - last_full: rounding)
             self._carry_out(now, self.inc.schedule(now, full=full))
             self.passes += 1
             last_was_full = full
