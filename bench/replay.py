@@ -73,7 +73,7 @@ def main() -> None:
     setups = {name: Setup(nodes=nodes, jobs=trace.jobs, config=parse_config(doc)) for name, doc in CONFIGS.items()}
     if elastic:
         base = setups["guarantees"]
-        setups = {"elastic": base, "rigid": rigid(base)}
+        setups = {"rigid": rigid(base), "elastic": base}  # the change column: what elasticity changes
     reports: list[Report] = []
     speed: list[str] = []
     for name, setup in setups.items():

@@ -99,7 +99,7 @@ def replay_command(trace: Path, configs: tuple[Path, ...], master: str | None, l
         setup = Setup(nodes=use, jobs=(*waiting, *workload.jobs), config=c.config, running=running, until=until,
                       grace_seconds=grace_seconds, full_pass_seconds=full_pass_seconds)
         both = is_elastic(setup) if compare_rigid is None else compare_rigid
-        for name, s in ((f"{c.name} (elastic)", setup), (f"{c.name} (rigid)", rigid(setup))) if both else (
+        for name, s in ((f"{c.name} (rigid)", rigid(setup)), (f"{c.name} (elastic)", setup)) if both else (
                 (c.name, setup),):
             try:
                 reports.append(report(replay(s)))

@@ -169,3 +169,74 @@ def test_an_unreachable_master_is_one_line_on_stderr(files: dict[str, Path]) -> 
     result = CliRunner().invoke(cli, ["vc", "replay", str(files["trace"]), "--from-master", "http://127.0.0.1:9"])
     assert result.exit_code == 1
     assert result.output.startswith("error: ") and "127.0.0.1:9" in result.output
+
+
+ELASTIC = {"name": "e", "submittedAt": 0, "duration": 100, "tasks": [{"instances": 2, "gpu": 1}],
+           "elastic": {"main": {"minInstances": 1, "maxInstances": 4}}}
+FOUR_GPUS = [{"name": "n", "gpu": 4, "cpu": 16, "memoryMB": 64_000}]
+
+
+def test_an_elastic_trace_is_compared_with_the_same_jobs_rigid(tmp_path: Path) -> None:
+    trace = write_trace(tmp_path / "elastic.jsonl", [ELASTIC], FOUR_GPUS)
+    result = pai("vc", "replay", trace, "--full-pass-seconds", "10")
+    assert result.exit_code == 0, result.output
+    header = result.output.splitlines()[1].split()
+    assert header == ["default", "configuration", "(rigid)", "default", "configuration", "(elastic)", "change"]
+    # alone on 4 GPUs it grows from 2 to 4 at the first periodic pass (10 s) and ends at 55 s instead of 100 s
+    assert row(result.output, "resizes") == ["0", "1", "+1"]
+    assert row(result.output, "idle-capacity") == ["0", "1", "+1"]
+    assert row(result.output, "completion time mean", "overall") == ["1m", "40s", "55s", "-45s", "(-45%)"]
+    assert row(result.output, "preemptions") == ["0", "0", "="]
+    figures = json.loads(pai("vc", "replay", trace, "--full-pass-seconds", "10", "--json").output)
+    (rigid, elastic) = figures["configurations"]
+    assert (rigid["name"], elastic["name"]) == ("default configuration (rigid)", "default configuration (elastic)")
+    assert (rigid["resizes"], elastic["resizes"]) == ({}, {"idle-capacity": 1})
+    assert elastic["gpuHours"] == pytest.approx((2 * 10 + 4 * 45) / 3600)
+
+
+def test_the_comparison_can_be_left_out_or_asked_for(tmp_path: Path, files: dict[str, Path]) -> None:
+    trace = write_trace(tmp_path / "elastic.jsonl", [ELASTIC], FOUR_GPUS)
+    alone = pai("vc", "replay", trace, "--no-compare-rigid")
+    assert "(rigid)" not in alone.output and "(elastic)" not in alone.output and "change" not in alone.output
+    assert "idle-capacity" in alone.output
+    rigid_trace = pai("vc", "replay", files["trace"], "--config", files["reclaim"], "--compare-rigid")
+    assert "reclaim.yaml (rigid)" in rigid_trace.output and "reclaim.yaml (elastic)" in rigid_trace.output
+    assert row(rigid_trace.output, "completion time mean", "overall")[-1] == "="
+
+
+def test_a_bad_elastic_in_a_trace_names_the_line_and_the_field(tmp_path: Path) -> None:
+    bad = {**ELASTIC, "elastic": {"main": {"minInstances": 3, "maxInstances": 4}}}
+    trace = write_trace(tmp_path / "bad.jsonl", [bad], FOUR_GPUS)
+    result = CliRunner().invoke(cli, ["vc", "replay", str(trace)])
+    assert result.exit_code == 1
+    assert ("line 2.elastic.main.minInstances: 3 is greater than instances 2 (minInstances <= instances <= "
+            "maxInstances)") in result.output
+
+
+def test_replay_gen_makes_a_share_of_the_same_jobs_elastic(tmp_path: Path) -> None:
+    args = ["--days", "1", "--nodes", "4", "--seed", "2"]
+    plain = parse_trace(pai("vc", "replay-gen", "-", *args).output.splitlines())
+    result = pai("vc", "replay-gen", tmp_path / "e.jsonl", *args, "--elastic-share", "0.5")
+    mixed = parse_trace((tmp_path / "e.jsonl").read_text().splitlines())
+    elastic = [j for j in mixed.jobs if j.elastic]
+    assert f"{len(mixed.jobs)} jobs, {len(elastic)} of them elastic over 1 day" in result.output
+    assert 0.3 < len(elastic) / len(mixed.jobs) < 0.7
+    same = [(j.name, j.submitted_at, j.duration, j.gpus, j.vc, j.priority) for j in plain.jobs]
+    assert [(j.name, j.submitted_at, j.duration, j.gpus, j.vc, j.priority) for j in mixed.jobs] == same
+    for j in elastic:  # workers of 1 GPU (8 for a job larger than a node), from half to twice as many
+        (e,) = j.elastic
+        per = 1 if j.gpus <= 8 else 8
+        assert {t.resources.gpu for t in j.tasks} == {per}
+        assert (e.min_instances, e.max_instances) == (max(1, len(j.tasks) // 2), 2 * len(j.tasks))
+    assert mixed.header["generator"]["elasticShare"] == 0.5
+    assert pai("vc", "replay-gen", "-", *args, "--elastic-share", "1.5").exit_code == 2
+
+
+def test_simulate_shows_an_elastic_job_growing(tmp_path: Path) -> None:
+    scenario = {"nodes": FOUR_GPUS, "now": 100,
+                "running": [{"name": "e", "elastic": {"main": {"minInstances": 1, "maxInstances": 3}},
+                             "tasks": [{"gpu": 1, "instances": 2, "node": "n"}]}]}
+    path = tmp_path / "scenario.json"
+    path.write_text(json.dumps(scenario))
+    out = json.loads(pai("vc", "simulate", path).output)
+    assert [(z["job"], z["from"], z["to"], z["added"]) for z in out["resized"]] == [("e", 2, 3, {"main-2": "n"})]

@@ -41,6 +41,13 @@ def test_the_documented_scenario_is_valid() -> None:
                      "is not of type integer", id="priority-class-not-a-number"),
         pytest.param({"nodes": [NODE], "running": [{"name": "r", "preemptible": "no", "tasks": [{"node": "n1"}]}]},
                      "running[0].preemptible", "is not of type boolean", id="preemptible-not-a-boolean"),
+        pytest.param({"nodes": [NODE], "pending": [{"name": "j", "elastic": {"main": {"minInstances": 0,
+                                                                                  "maxInstances": 2}},
+                                                  "tasks": [{"gpu": 1}]}]},
+                     "pending[0].elastic.main.minInstances", "less than the minimum of 1", id="elastic-min-0"),
+        pytest.param({"nodes": [NODE], "running": [{"name": "r", "elastic": {"main": {"maxInstances": 2}},
+                                                  "tasks": [{"node": "n1"}]}]},
+                     "running[0].elastic.main.minInstances", "is required", id="elastic-without-min"),
     ],
 )
 def test_invalid_scenarios_name_the_field_and_the_rule(scenario: dict[str, Any], field: str, rule: str) -> None:

@@ -111,3 +111,42 @@ def test_invalid_scenarios_name_the_problem(scenario: dict[str, Any], message: s
     with pytest.raises(InvalidParametersError) as err:
         simulate(scenario)
     assert message in err.value.message
+
+
+ELASTIC_RUNNING = {"name": "e", "startedAt": 0, "elastic": {"main": {"minInstances": 1, "maxInstances": 4}},
+                   "tasks": [{"gpu": 1, "instances": 2, "node": "n1"}]}
+
+
+def test_a_running_elastic_job_grows_into_idle_gpus_and_the_result_says_so() -> None:
+    got = simulate({"nodes": [node("n1", 4)], "now": 100, "running": [ELASTIC_RUNNING]})
+    assert got["resized"] == [{"job": "e", "role": "main", "from": 2, "to": 4, "cause": "idle-capacity",
+                               "message": "grew to 4: 2 GPUs idle in VC `default`",
+                               "added": {"main-2": "n1", "main-3": "n1"}}]
+
+
+def test_a_recent_resize_holds_growth_for_the_interval() -> None:
+    s = {"nodes": [node("n1", 4)], "now": 100, "running": [{**ELASTIC_RUNNING, "lastResizedAt": 90}],
+         "scheduler": {"elastic": {"resizeIntervalSeconds": 60}}}
+    assert simulate(s)["resized"] == []
+    assert simulate({**s, "now": 150})["resized"][0]["to"] == 4
+
+
+def test_an_elastic_job_shrinks_on_reclaim_the_highest_indices_first() -> None:
+    got = simulate({"nodes": [node("n1", 4)], "vcs": [{"name": "a", "guaranteed": {"gpu": 2}}, {"name": "b"}],
+                    "running": [{**ELASTIC_RUNNING, "vc": "b", "tasks": [{"gpu": 1, "instances": 4, "node": "n1"}]}],
+                    "pending": [{"name": "owner", "vc": "a", "submittedAt": 5, "tasks": [{"gpu": 2}]}]})
+    assert got["preempted"] == []
+    (z,) = got["resized"]
+    assert (z["job"], z["from"], z["to"], z["cause"], z["removed"]) == ("e", 4, 2, "reclaim", ["main-3", "main-2"])
+
+
+@pytest.mark.parametrize(("job", "field", "message"), [
+    ({"name": "j", "elastic": {"ps": {"minInstances": 1, "maxInstances": 2}}, "tasks": [{"gpu": 1}]},
+     "pending[0].elastic.ps", "names no task role (roles: main)"),
+    ({"name": "j", "elastic": {"main": {"minInstances": 2, "maxInstances": 4}}, "tasks": [{"gpu": 1}]},
+     "pending[0].elastic.main.minInstances", "2 is greater than instances 1"),
+])
+def test_a_bad_elastic_names_the_field(job: dict[str, Any], field: str, message: str) -> None:
+    with pytest.raises(InvalidParametersError) as err:
+        simulate({"nodes": [node("n1")], "pending": [job]})
+    assert err.value.field == field and message in err.value.message
