@@ -253,3 +253,11 @@ def test_the_replay_keeps_the_launchers_timing() -> None:
     assert Scheduling().full_pass_seconds == FULL_PASS_SECONDS
     assert (options["full_pass_seconds"], options["grace_seconds"]) == (FULL_PASS_SECONDS, GRACE_SECONDS)
     assert StopTask("a").grace_seconds == StopTask.from_dict({"attemptId": "a"}).grace_seconds == GRACE_SECONDS
+
+
+def test_a_periodic_pass_due_at_a_rounded_instant_is_full_and_time_moves_on() -> None:
+    # (8154.5984 + 60) - 8154.5984 is a hair under 60: the pass due then once repeated forever at that instant
+    at = 8154.5984
+    log, jobs = run([tj("holder", at, 1000), tj("waiter", at, 10)], until=at + 200)
+    assert log.passes < 10 and log.full_passes == log.passes
+    assert jobs["waiter"].started_at is None
