@@ -15,7 +15,7 @@ asks, so its work is ``duration`` x its asked GPUs (tasks, for a job of no GPUs)
 (linear scaling, no cost to a resize: the job is assumed to re-form from state it keeps). A pass's resizes are
 carried out at once: growth adds tasks; a shrink removes the highest indices, whose GPUs stay held (and counted)
 for the grace period, as a preempted job's do. Preempted whole, an elastic job restarts from scratch as any job.
-With any elastic job in the setup (or ``Setup.full_passes``), every pass is ``schedule(snapshot)``
+With any elastic job in the setup (or ``Setup.snapshot_passes``), every pass is ``schedule(snapshot)``
 (pai.vc.replay_passes); ``rigid`` gives the same setup with ``elastic`` stripped, to compare.
 """
 
@@ -29,47 +29,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from pai.domain.errors import InvalidParametersError
-from pai.domain.resources import Resources
-from pai.domain.timing import FULL_PASS_SECONDS, GRACE_SECONDS
-from pai.vc.config import ClusterConfig
 from pai.vc.incremental import IncrementalScheduler
 from pai.vc.quota import cluster_total
 from pai.vc.replay_log import Attempt, JobOutcome, ReplayLog
 from pai.vc.replay_passes import FullPasses
-from pai.vc.snapshot import Decision, NodeView, PendingJob, Resize, RunningJob, Snapshot, TaskRequest
+from pai.vc.replay_setup import LiveJob, Setup, is_elastic, rigid, with_usage
+from pai.vc.snapshot import Decision, PendingJob, Resize, Snapshot, TaskRequest
 from pai.vc.trace import TraceJob
 
+__all__ = ["LiveJob", "Setup", "is_elastic", "replay", "rigid"]
+
 _ARRIVE, _FINISH, _EXIT, _PIECE = 0, 1, 2, 3
-
-
-@dataclass(frozen=True, slots=True)
-class LiveJob:
-    """A job already running when the replay starts (read from a master): it finishes ``remaining`` seconds in;
-    preempted, it waits again and then runs ``duration``. ``stopping``: being stopped, it exits after the grace
-    period and is not requeued."""
-
-    job: RunningJob
-    submitted_at: float
-    remaining: float
-    duration: float
-    stopping: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Setup:
-    nodes: tuple[NodeView, ...]
-    jobs: tuple[TraceJob, ...]  # jobs submitted before ``start`` wait when it begins
-    config: ClusterConfig = field(default_factory=ClusterConfig)
-    running: tuple[LiveJob, ...] = ()
-    start: float = 0.0
-    until: float | None = None
-    grace_seconds: float = GRACE_SECONDS
-    full_pass_seconds: float = FULL_PASS_SECONDS
-    full_passes: bool = False  # every pass is ``schedule(snapshot)`` (always so when a job is elastic)
-
-    def __post_init__(self) -> None:
-        if not self.full_pass_seconds > 0 or not self.grace_seconds >= 0:
-            raise InvalidParametersError("the full-pass period must be positive and the grace period at least 0")
 
 
 @dataclass(slots=True)
@@ -80,7 +50,7 @@ class _Run:
     live: bool = False
     requeue: bool = True
     attempt: int = 0
-    running_since: float | None = None
+    running_since: float | None = None  # since its last start or resize (None: not running)
     leaving: bool = False
     first_start: float | None = None
     completed_at: float | None = None
@@ -100,17 +70,6 @@ class _Run:
 def replay(setup: Setup) -> ReplayLog:
     """Run the workload of ``setup`` through the scheduler; see the module's docstring."""
     return _Replay(setup).run()
-
-
-def rigid(setup: Setup) -> Setup:
-    """The same setup with every job rigid at the size it asks, on the same scheduling path (to compare)."""
-    return replace(setup, jobs=tuple(replace(j, elastic=()) for j in setup.jobs),
-                   running=tuple(replace(r, job=replace(r.job, elastic=())) for r in setup.running),
-                   full_passes=setup.full_passes or is_elastic(setup))
-
-
-def is_elastic(setup: Setup) -> bool:
-    return any(j.elastic for j in setup.jobs) or any(r.job.elastic for r in setup.running)
 
 
 def _units(tasks: Iterable[TaskRequest], by_gpu: bool) -> int:
@@ -144,10 +103,9 @@ class _Replay:
         total = cluster_total(s.nodes)
         self.capacity = total.gpu
         self.vcs = s.config.quotas(total)
-        nodes, running = _with_usage(s.nodes, s.running), tuple(live.job for live in s.running)
-        self.full = s.full_passes or is_elastic(s)
+        nodes, running = with_usage(s.nodes, s.running), tuple(live.job for live in s.running)
         self.inc: IncrementalScheduler | FullPasses = (
-            FullPasses(nodes, self.vcs, s.config.scheduler, running) if self.full else
+            FullPasses(nodes, self.vcs, s.config.scheduler, running) if s.snapshot_passes or is_elastic(s) else
             IncrementalScheduler(Snapshot(now=s.start, nodes=nodes, vcs=self.vcs, running=running,
                                           config=s.config.scheduler)))
 
@@ -300,15 +258,3 @@ class _Replay:
         job = run.job
         return JobOutcome(key, job.vc, run.gpus, job.submitted_at, run.duration, run.first_start, run.completed_at,
                           run.preemptions, reason, live=run.live, resizes=run.resizes)
-
-
-def _with_usage(nodes: tuple[NodeView, ...], running: tuple[LiveJob, ...]) -> tuple[NodeView, ...]:
-    """The nodes with what the live running jobs hold on them (as the launcher's snapshot has it)."""
-    used: dict[str, Resources] = {}
-    for live in running:
-        for t, node in live.job.tasks:
-            used[node] = used.get(node, Resources()) + t.resources
-    unknown = sorted(set(used) - {n.name for n in nodes})
-    if unknown:
-        raise InvalidParametersError(f"running tasks on unknown nodes: {', '.join(unknown)}", field="running")
-    return tuple(replace(n, used=n.used + used[n.name]) if n.name in used else n for n in nodes)

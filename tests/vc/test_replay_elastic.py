@@ -112,7 +112,7 @@ def test_preempted_whole_below_its_minimum_it_loses_its_work_like_any_job() -> N
 def test_rigid_strips_elastic_and_takes_the_same_path() -> None:
     s = setup(CASES[0])
     assert is_elastic(s) and not is_elastic(rigid(s))
-    assert rigid(s).full_passes and not s.full_passes
+    assert rigid(s).snapshot_passes and not s.snapshot_passes
     assert [j.tasks for j in rigid(s).jobs] == [j.tasks for j in s.jobs]
 
 
