@@ -55,9 +55,12 @@ def experiment_view(s: Session, row: store.Experiment, *, detail: bool) -> dict[
     """The experiment as the list (``detail`` False) or its page shows it."""
     searcher = dict(row.spec["searcher"])
     smaller = bool(searcher.get("smallerIsBetter", True))
+    # the trials first: each statement of a PostgreSQL read sees what was committed when it began, and a trial is
+    # committed with its job, so the keys and summaries read after cover every trial read (CI saw a None jobName)
+    rows = store.trials_of(s, row.id)
     summaries = trial_reports.summaries(s, row.id)
     keys = store.job_keys(s, row.id)
-    trials = [trial_view(t, keys.get(t.id), summaries.get(t.id)) for t in store.trials_of(s, row.id)]
+    trials = [trial_view(t, keys.get(t.id), summaries.get(t.id)) for t in rows]
     view: dict[str, Any] = {
         "name": row.name,
         "username": row.user,

@@ -119,6 +119,6 @@ def test_submit_wait_timeout(run: Run, logged_in: FakeMaster) -> None:
     logged_in.reply("POST", JOBS, ACCEPTED, status=202)
     logged_in.reply("GET", MNIST, job_detail(state="RUNNING"))
     result = run("submit", "--wait", "--timeout", "0.05", "--interval", "0.01", "-", input=V2)
-    assert result.exit_code == 1
+    assert result.exit_code == 124  # as timeout(1): not the job's failure (1)
     assert result.stdout == "admin~mnist\n"
     assert result.stderr.splitlines()[-1] == "error: job admin~mnist is still RUNNING after 0.05s"

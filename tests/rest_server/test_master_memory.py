@@ -104,7 +104,7 @@ def test_absurd_sizes_are_refused_without_the_master_growing(master: Master) -> 
     for _ in range(5):
         for body, content_type in refused:
             status, answer = master.call("POST", "/api/v2/jobs", body, content_type)
-            assert (status, sorted(answer)) == (400, ["code", "message"]), answer
+            assert status == 400 and {"code", "message"} <= set(answer) <= {"code", "message", "line"}, answer
     grown = master.rss_kib() - before
     assert grown < 8 * 1024, f"the master grew by {grown} KiB"
     assert master.call("GET", "/api/v2/jobs?withTotalCount=true")[1]["totalCount"] == 0
