@@ -7,6 +7,7 @@ the page; and the page asks for no log of a task that has not started (no 404 in
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from typing import Any
 
@@ -127,6 +128,37 @@ def test_a_waiting_job_says_why_in_words_and_reads_no_log(site: Cluster, page: A
     finally:
         for k in (key, holder):
             alice(site).stop_job(k)
+
+
+def test_a_task_placed_and_not_yet_running_is_not_read(site: Cluster, page: Any, pw: Any) -> None:
+    """The agent is frozen (SIGSTOP) so that the task it is given stays placed, with its attempt, and does not run:
+    the page asks for no log of it (the old page followed it, and the agent answered 404 for a log not written yet);
+    once the agent goes on and the task runs, its output is followed."""
+    expect = pw.expect
+    expect.set_options(timeout=WAIT_MS)
+    logs: list[str] = []
+    page.on("request", lambda r: logs.append(r.url) if "/logs/" in r.url else None)
+    agent = site.procs["node-a"]
+    agent.send_signal(signal.SIGSTOP)
+    try:
+        key = submit(site, "placed", ("main", 1, 0, "'echo out-of-placed; sleep 600'"))
+
+        def placed() -> bool:
+            task = site.job(key)["taskRoles"]["main"]["taskStatuses"][0]
+            return bool(task["containerId"]) and task["taskState"] == "WAITING"
+
+        wait_for("the task placed, not running", placed)
+        open_job(page, site, key, expect)
+        refreshes(page, key, 3)
+        assert placed() and logs == [], logs  # still placed and not running; nothing of it read
+    finally:
+        agent.send_signal(signal.SIGCONT)
+    try:
+        site.wait_state(key, {"RUNNING"})
+        expect(page.locator("pre.log[data-stream=stdout]")).to_contain_text("out-of-placed")
+        assert any("follow=true" in u for u in logs), logs
+    finally:
+        alice(site).stop_job(key)
 
 
 def test_a_failed_jobs_output_opens_on_the_task_that_failed_it(site: Cluster, page: Any, pw: Any) -> None:
