@@ -26,14 +26,16 @@ class CliError(Exception):
 class ApiError(CliError):
     """The master answered with a non-2xx status and (usually) an OpenPAI ``{code, message}`` body."""
 
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(self, status: int, code: str, message: str, line: int | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
+        self.line = line  # the line of the submitted document that writes the field at fault, where the master says
 
     def render(self) -> str:
+        where = f" (line {self.line} of the document)" if self.line is not None else ""
         hint = " (log in with `pai login`, or set PAI_TOKEN)" if self.status == 401 else ""
-        return f"{self.code}: {self.message}{hint}"
+        return f"{self.code}: {self.message}{where}{hint}"
 
 
 class UnreachableError(CliError):

@@ -47,7 +47,9 @@ def _api_error(status: int, reason: str, body: bytes) -> ApiError:
     except ValueError:
         payload = None
     if isinstance(payload, dict) and isinstance(payload.get("code"), str):
-        return ApiError(status, payload["code"], str(payload.get("message", "")))
+        line = payload.get("line")
+        return ApiError(status, payload["code"], str(payload.get("message", "")),
+                        line if isinstance(line, int) and not isinstance(line, bool) else None)
     text = body.decode("utf-8", errors="replace").strip()
     return ApiError(status, f"HTTP {status}", text.splitlines()[0] if text else reason)
 

@@ -62,6 +62,15 @@ def test_invalid_spec_reported_by_the_master(run: Run, logged_in: FakeMaster) ->
     assert result.stderr == "error: InvalidProtocolError: taskRoles.worker.instances: must be >= 1\n"
 
 
+def test_the_line_the_master_names_is_reported(run: Run, logged_in: FakeMaster) -> None:
+    logged_in.reply("POST", JOBS, {"code": "InvalidProtocolError", "line": 8,
+                                   "message": "taskRoles.worker.instances: must be >= 1"}, status=400)
+    result = run("submit", "-", input=V2)
+    assert result.exit_code == 1
+    assert result.stderr == ("error: InvalidProtocolError: taskRoles.worker.instances: must be >= 1 (line 8 of the"
+                             " document)\n")
+
+
 def test_unparsable_spec_is_refused_before_sending(run: Run, logged_in: FakeMaster, tmp_path: Path) -> None:
     spec = tmp_path / "job.json"
     spec.write_text('{"jobName": ')
