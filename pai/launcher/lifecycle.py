@@ -9,6 +9,10 @@ report is harmless and a restarted master reaches the same conclusion:
 * a role with at least ``min_succeeded`` SUCCEEDED tasks, or every task ended: the job succeeds.
 
 Once an outcome is known, live tasks are stopped; the job reaches its final state when none is left.
+
+An elastic job (``extras.elastic``) changes its members when the scheduler resizes it (``Resized``): growth adds
+tasks, bound and started as an admission's; a shrink stops the role's highest indices gracefully with code -402
+(``Shrunk``), and drops each from the job once it has exited: never a failure, never a retry, no outcome.
 Commands tell the shell what to record (attempt start/end, history events); agent start/stop commands
 are derived level-triggered from the tasks' states (see ``reconcile``).
 """
@@ -76,7 +80,21 @@ class Preempted:
     message: str = ""
 
 
-Event = Admitted | Started | Exited | StopRequested | Preempted
+@dataclass(frozen=True, slots=True)
+class Resized:
+    """The scheduler resized a role of a running elastic job (pai.vc.snapshot.Resize): ``bindings`` are the tasks
+    it grows by (bound as an admission's), ``removed`` the indices it shrinks by."""
+
+    now: float
+    role: str
+    size_to: int
+    cause: str
+    message: str
+    bindings: tuple[Bound, ...] = ()
+    removed: tuple[int, ...] = ()
+
+
+Event = Admitted | Started | Exited | StopRequested | Preempted | Resized
 
 
 # ---- commands -----------------------------------------------------------------------------------
@@ -135,6 +153,8 @@ def on_event(job: Job, event: Event, ids: IdSource) -> tuple[Job, list[Command]]
         job = _stop(job, event, cmds)
     elif isinstance(event, Preempted):
         job = _preempt(job, event, cmds)
+    elif isinstance(event, Resized):
+        job = _resize(job, event, ids, cmds)
     job = _settle(job, event.now, cmds)
     return job, cmds
 
@@ -203,6 +223,10 @@ def _exited(job: Job, ev: Exited, ids: IdSource, cmds: list[Command]) -> Job:
     t = _find(job, ev.attempt_id)
     if t is None or not t.state.holds_node():
         return job  # a repeated or stale report
+    if t.state is TaskState.STOPPING and t.exit_code == PlatformExit.SHRUNK:
+        # It left an elastic job that shrank: recorded as stopped, and no longer one of the job's tasks.
+        cmds.append(AttemptEnded(t.with_state(TaskState.STOPPED, finished_at=ev.now)))
+        return replace(job, tasks=tuple(x for x in job.tasks if x is not t))
     if t.state is TaskState.STOPPING:
         # We asked it to stop: it ends with the code we gave the stop (stopped, preempted, policy).
         code = t.exit_code if t.exit_code is not None else ev.exit_code
@@ -270,6 +294,38 @@ def _preempt(job: Job, ev: Preempted, cmds: list[Command]) -> Job:
     msg = f"preempted by {ev.preemptor} under rule {ev.rule}" + (f": {ev.message}" if ev.message else "")
     cmds.append(Note("preempted", msg, {"preemptor": ev.preemptor, "rule": ev.rule}))
     return replace(_stop_tasks(job, int(PlatformExit.PREEMPTED), msg), preempted_by=ev.preemptor)
+
+
+def _resize(job: Job, ev: Resized, ids: IdSource, cmds: list[Command]) -> Job:
+    """Grow by the bound tasks (new indices only), or mark the removed indices to stop: live ones gracefully with
+    -402, ones not placed dropped; one that already ended is left as it ended. A job not running ignores it."""
+    if job.state is not JobState.RUNNING:
+        return job
+    have = {(t.role, t.index) for t in job.tasks}
+    added: list[Task] = []
+    for b in ev.bindings:
+        if b.role != ev.role or (b.role, b.index) in have:
+            continue  # a stale or repeated growth
+        t = Task(b.role, b.index, node=b.node, address=b.address, ports=dict(b.ports), gpus=b.gpus, attempt_id=ids())
+        added.append(t)
+        cmds.append(AttemptStarted(t, job.attempt_index))
+    gone = set(ev.removed)
+    tasks: list[Task] = []
+    for t in job.tasks:
+        if t.role != ev.role or t.index not in gone:
+            tasks.append(t)
+        elif _live(t) and t.state is not TaskState.STOPPING:
+            tasks.append(t.with_state(TaskState.STOPPING, exit_code=int(PlatformExit.SHRUNK), exit_reason=ev.message))
+        elif t.node is not None or t.state is not TaskState.WAITING:
+            tasks.append(t)  # already stopping or ended: as it is
+    if not added and tasks == list(job.tasks):
+        return job
+    last = max((i for i, t in enumerate(tasks) if t.role == ev.role), default=len(tasks) - 1)
+    tasks[last + 1:last + 1] = added
+    details = {"role": ev.role, "size": ev.size_to, "cause": ev.cause,
+               "added": [t.index for t in added], "removed": sorted(gone, reverse=True)}
+    cmds.append(Note("resized", ev.message, details))
+    return replace(job, tasks=tuple(tasks), last_resized_at=ev.now)
 
 
 def outcome(job: Job) -> tuple[Outcome, Task | None] | None:

@@ -1,0 +1,140 @@
+"""The lifecycle's ``Resized`` event (elastic jobs, issue 31): growth adds bound tasks that start as an admission's;
+a shrink stops the highest indices with -402, drops each once it has exited, and never fails, retries or ends the
+job because of them."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from pai.domain.job import Job
+from pai.domain.jobspec import ElasticRange
+from pai.domain.states import JobState, TaskState
+from pai.launcher.lifecycle import (
+    AttemptEnded,
+    AttemptStarted,
+    Bound,
+    Event,
+    Exited,
+    Note,
+    Resized,
+    Started,
+    StopRequested,
+    on_event,
+)
+from pai.protocol.exitcodes import PlatformExit
+from tests.launcher.builders import Counter, job, role
+from tests.launcher.test_lifecycle import admit, attempts, run
+
+
+def elastic(size: int = 2, low: int = 1, high: int = 4, *, retry_count: int = 0, task_retries: int = 0) -> Job:
+    worker = replace(role("worker", size, gpu=1, task_retries=task_retries), elastic=ElasticRange(low, high))
+    return job(worker, retry_count=retry_count)
+
+
+def running(j: Job, ids: Counter) -> Job:
+    j = admit(j, ids)
+    return run(j, [Started(11.0, a) for a in attempts(j).values()], ids)
+
+
+def grow(now: float, *indices: int) -> Resized:
+    bound = tuple(Bound("worker", i, "n9", "10.0.0.9", {"http": (30000 + i,)}, (i,)) for i in indices)
+    return Resized(now, "worker", 2 + len(indices), "idle-capacity", f"grew to {2 + len(indices)}: 1 GPU idle",
+                   bindings=bound)
+
+
+def shrink(now: float, *indices: int, size: int = 1) -> Resized:
+    return Resized(now, "worker", size, "reclaim", f"shrank to {size}: VC `prod` reclaims 1 GPU", removed=indices)
+
+
+def test_growth_adds_bound_tasks_that_start_like_an_admissions() -> None:
+    ids = Counter()
+    j = running(elastic(), ids)
+    new, cmds = on_event(j, grow(20.0, 2, 3), ids)
+    assert [(t.role, t.index) for t in new.tasks] == [("worker", 0), ("worker", 1), ("worker", 2), ("worker", 3)]
+    t2 = new.task("worker", 2)
+    assert (t2.state, t2.node, t2.address, t2.ports, t2.gpus) == (
+        TaskState.WAITING, "n9", "10.0.0.9", {"http": (30002,)}, (2,))
+    assert t2.attempt_id and t2.attempt_id not in attempts(j).values()
+    assert [c.task.index for c in cmds if isinstance(c, AttemptStarted)] == [2, 3]
+    note = next(c for c in cmds if isinstance(c, Note))
+    assert (note.kind, note.message) == ("resized", "grew to 4: 1 GPU idle")
+    assert note.details["added"] == [2, 3] and note.details["cause"] == "idle-capacity"
+    assert new.state is JobState.RUNNING and new.last_resized_at == 20.0
+    assert new.task("worker", 0) == j.task("worker", 0)  # its peers are untouched
+
+
+def test_a_repeated_growth_changes_nothing() -> None:
+    ids = Counter()
+    j, _ = on_event(running(elastic(), ids), grow(20.0, 2), ids)
+    again, cmds = on_event(j, grow(21.0, 2), ids)
+    assert again == j and cmds == []
+
+
+def test_shrink_stops_the_removed_tasks_gracefully_and_drops_them_once_exited() -> None:
+    ids = Counter()
+    j = running(elastic(3), ids)
+    a = attempts(j)
+    j, cmds = on_event(j, shrink(20.0, 2, 1), ids)
+    stopping = [t for t in j.tasks if t.state is TaskState.STOPPING]
+    assert [(t.index, t.exit_code) for t in stopping] == [(1, int(PlatformExit.SHRUNK)), (2, int(PlatformExit.SHRUNK))]
+    assert stopping[0].exit_reason == "shrank to 1: VC `prod` reclaims 1 GPU"
+    assert any(isinstance(c, Note) and c.kind == "resized" and c.details["removed"] == [2, 1] for c in cmds)
+    assert j.last_resized_at == 20.0
+    # the process exits on SIGTERM (143) or is killed after the grace period: neither is a failure
+    j, cmds = on_event(j, Exited(25.0, a[("worker", 2)], 143), ids)
+    assert [t.index for t in j.tasks] == [0, 1]
+    ended = [c.task for c in cmds if isinstance(c, AttemptEnded)]
+    assert [(t.index, t.state, t.exit_code) for t in ended] == [(2, TaskState.STOPPED, int(PlatformExit.SHRUNK))]
+    j = run(j, [Exited(26.0, a[("worker", 1)], 137)], ids)
+    assert [t.index for t in j.tasks] == [0]
+    assert (j.state, j.retries, j.platform_retries, j.attempt_index) == (JobState.RUNNING, 0, 0, 0)
+    assert j.task("worker", 0).state is TaskState.RUNNING
+
+
+@pytest.mark.parametrize("code", [0, 1, 143, int(PlatformExit.NODE_LOST)])
+def test_a_shrunk_task_exit_is_never_a_failure_nor_a_retry(code: int) -> None:
+    ids = Counter()
+    j = running(elastic(2, retry_count=3, task_retries=2), ids)
+    a = attempts(j)
+    j = run(j, [shrink(20.0, 1), Exited(25.0, a[("worker", 1)], code)], ids)
+    assert (j.state, j.retries, j.platform_retries) == (JobState.RUNNING, 0, 0)
+    assert [(t.index, t.state) for t in j.tasks] == [(0, TaskState.RUNNING)]
+
+
+def test_the_job_still_ends_by_its_remaining_tasks() -> None:
+    ids = Counter()
+    j = running(elastic(2), ids)
+    a = attempts(j)
+    j = run(j, [shrink(20.0, 1), Exited(21.0, a[("worker", 0)], 0)], ids)
+    assert j.state is JobState.RUNNING  # the leaving task still holds its node
+    j = run(j, [Exited(22.0, a[("worker", 1)], 143)], ids)
+    assert (j.state, j.exit_code) == (JobState.SUCCEEDED, 0)
+
+
+def test_shrink_of_a_task_that_already_ended_leaves_it_as_it_ended() -> None:
+    ids = Counter()
+    j = running(elastic(3, task_retries=0), ids)
+    a = attempts(j)
+    j = run(j, [Exited(15.0, a[("worker", 2)], 0)], ids)
+    j2, _ = on_event(j, shrink(20.0, 2, 1), ids)
+    assert j2.task("worker", 2) == j.task("worker", 2)  # SUCCEEDED, counted as it ended
+    assert j2.task("worker", 1).state is TaskState.STOPPING
+
+
+def test_stop_while_shrinking_waits_for_every_task() -> None:
+    ids = Counter()
+    j = running(elastic(2), ids)
+    a = attempts(j)
+    events: list[Event] = [shrink(20.0, 1), StopRequested(21.0, "alice"), Exited(22.0, a[("worker", 0)], 143)]
+    j = run(j, events, ids)
+    assert j.state is JobState.STOPPING
+    j = run(j, [Exited(23.0, a[("worker", 1)], 143)], ids)
+    assert j.state is JobState.STOPPED and [t.index for t in j.tasks] == [0]
+
+
+def test_a_job_not_running_ignores_a_resize() -> None:
+    ids = Counter()
+    j = elastic()
+    assert on_event(j, grow(20.0, 2), ids) == (j, [])
