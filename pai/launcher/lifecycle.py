@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-from pai.domain.job import Job, Task
+from pai.domain.job import Job, Task, initial_tasks
 from pai.domain.jobspec import RETRY_ALWAYS, RETRY_UNLIMITED
 from pai.domain.states import JobState, TaskState
 from pai.launcher.exit_codes import Retry, classify
@@ -168,7 +168,10 @@ def _admit(job: Job, ev: Admitted, ids: IdSource, cmds: list[Command]) -> Job:
         return job
     by_key = {(b.role, b.index): b for b in ev.bindings}
     tasks = []
+    elastic = {r.name for r in job.spec.task_roles if r.elastic is not None and r.elastic.resizable}
     for t in job.tasks:
+        if job.spec.gang and t.role in elastic and (t.role, t.index) not in by_key:
+            continue  # an elastic job admitted below the size it asks (at its minimum): not one of its members
         b = by_key[(t.role, t.index)] if job.spec.gang else by_key.get((t.role, t.index))
         if b is None or t.node is not None or t.state is not TaskState.WAITING:
             tasks.append(t)  # not placed by this admission (or already placed: a stale binding)
@@ -191,7 +194,10 @@ def _admit(job: Job, ev: Admitted, ids: IdSource, cmds: list[Command]) -> Job:
     nodes = sorted({b.node for b in ev.bindings})
     waiting = sum(1 for t in tasks if t.node is None)
     if job.spec.gang or (not more and not waiting):
-        cmds.append(Note("admitted", f"admitted on {', '.join(nodes)}", {"nodes": nodes}))
+        sizes = {r: (sum(1 for t in tasks if t.role == r), job.spec.role(r).instances) for r in sorted(elastic)}
+        smaller = [f"{r} {n} of {asked}" for r, (n, asked) in sizes.items() if n < asked]
+        at = f" (elastic: {', '.join(smaller)} asked)" if smaller else ""
+        cmds.append(Note("admitted", f"admitted on {', '.join(nodes)}{at}", {"nodes": nodes}))
     else:
         placed = len(ev.bindings)
         cmds.append(Note("admitted", f"{placed} task{'s' if placed != 1 else ''} placed on {', '.join(nodes)}"
@@ -407,6 +413,9 @@ def _retry_phrase(job: Job) -> str:
 
 
 def _requeue(job: Job, *, counted: bool) -> Job:
+    """Back to the queue, every task waiting again; an elastic job asks its first size again."""
+    if job.spec.is_elastic:
+        job = replace(job, tasks=initial_tasks(job.spec), last_resized_at=None)
     tasks = tuple(
         replace(t, state=t.state.to(TaskState.WAITING), node=None, address=None, ports={}, gpus=(),
                 attempt_id=None, started_at=None, finished_at=None, exit_code=None, exit_reason=None, retries=0)

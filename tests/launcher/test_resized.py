@@ -12,6 +12,7 @@ from pai.domain.job import Job
 from pai.domain.jobspec import ElasticRange
 from pai.domain.states import JobState, TaskState
 from pai.launcher.lifecycle import (
+    Admitted,
     AttemptEnded,
     AttemptStarted,
     Bound,
@@ -138,3 +139,17 @@ def test_a_job_not_running_ignores_a_resize() -> None:
     ids = Counter()
     j = elastic()
     assert on_event(j, grow(20.0, 2), ids) == (j, [])
+
+
+def test_an_elastic_job_admitted_at_its_minimum_has_those_members_and_asks_its_size_again_when_requeued() -> None:
+    ids = Counter()
+    j = elastic(3, 2, 4)
+    bound = tuple(Bound("worker", i, "n1", "10.0.0.1", {}, (i,)) for i in (0, 1))
+    j, cmds = on_event(j, Admitted(10.0, bound), ids)
+    assert j.state is JobState.RUNNING and [t.index for t in j.tasks] == [0, 1]
+    assert any(isinstance(c, Note) and c.message == "admitted on n1 (elastic: worker 2 of 3 asked)" for c in cmds)
+    a = attempts(j)
+    j = run(j, [grow(20.0, 2), Exited(30.0, a[("worker", 0)], int(PlatformExit.NODE_LOST))], ids)
+    j = run(j, [Exited(31.0, t.attempt_id or "", 143) for t in j.tasks if t.attempt_id != a[("worker", 0)]], ids)
+    assert (j.state, j.platform_retries, j.last_resized_at) == (JobState.WAITING, 1, None)
+    assert [(t.index, t.state, t.node) for t in j.tasks] == [(i, TaskState.WAITING, None) for i in range(3)]
