@@ -24,7 +24,9 @@ from pai.launcher.lifecycle import (
     StopRequested,
     on_event,
 )
+from pai.launcher.snapshot import as_pending, as_running, leaving
 from pai.protocol.exitcodes import PlatformExit
+from pai.vc.snapshot import ElasticRole
 from tests.launcher.builders import Counter, job, role
 from tests.launcher.test_lifecycle import admit, attempts, run
 
@@ -153,3 +155,18 @@ def test_an_elastic_job_admitted_at_its_minimum_has_those_members_and_asks_its_s
     j = run(j, [Exited(31.0, t.attempt_id or "", 143) for t in j.tasks if t.attempt_id != a[("worker", 0)]], ids)
     assert (j.state, j.platform_retries, j.last_resized_at) == (JobState.WAITING, 1, None)
     assert [(t.index, t.state, t.node) for t in j.tasks] == [(i, TaskState.WAITING, None) for i in range(3)]
+
+
+def test_the_scheduler_sees_the_roles_ranges_the_last_resize_and_the_shrunk_tasks_as_leaving() -> None:
+    ids = Counter()
+    j = run(running(elastic(3, 1, 4), ids), [shrink(20.0, 2, size=2)], ids)
+    pending = as_pending(elastic(3, 1, 4))
+    assert pending.elastic == (ElasticRole("worker", 1, 4),)
+    form = as_running(j)
+    assert form is not None and form.elastic == pending.elastic and form.last_resized_at == 20.0
+    assert sorted(t.index for t, _ in form.tasks) == [0, 1]
+    gone = leaving(j)
+    assert gone is not None and gone.key == "alice~j\x1fleaving" and gone.preempting and not gone.preempted_by
+    assert [(t.index, node) for t, node in gone.tasks] == [(2, "n2")]
+    assert leaving(running(elastic(3, 1, 4), Counter())) is None
+    assert as_running(running(job(role("worker", 2)), Counter())).elastic == ()  # type: ignore[union-attr]
