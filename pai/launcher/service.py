@@ -694,9 +694,12 @@ class Launcher:
         new, cmds = on_event(job, event, self.ids)
         self.scheduling.changed(new.id)
         self.metrics.job_changed(job, new, event)
-        for old_task, new_task in zip(job.tasks, new.tasks, strict=False):
+        before = {(t.role, t.index): t for t in job.tasks}  # by key: an elastic job's members come and go
+        after = {(t.role, t.index): t for t in new.tasks}
+        for key in before.keys() | after.keys():
+            old_task, new_task = before.get(key), after.get(key)
             if old_task != new_task:
-                nodes = [n for n in (old_task.node, new_task.node) if n]
+                nodes = [t.node for t in (old_task, new_task) if t is not None and t.node]
                 self._touched.update(nodes)
                 self.heartbeats.forget(nodes)
         self._record(s, new, cmds, event.now)

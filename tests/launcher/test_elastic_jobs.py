@@ -61,7 +61,9 @@ def test_an_elastic_job_starts_at_its_minimum_grows_into_freed_capacity_and_shri
     # bob's job ends: the next full pass grows alice's into the 2 GPUs it leaves
     clock.now = 1100.0
     _beat(launcher, (*running[:2], _exited("bob~other", other.attempt_id, 0, 0)))
+    launcher.take_touched()
     decision = launcher.schedule_pass(full=True)
+    assert launcher.take_touched() == {"n1"}  # its agent is poked to start the new tasks
     (grow,) = decision.resizes
     assert (grow.job, grow.size_from, grow.size_to) == ("alice~e", 2, 4)
     new, _ = _beat(launcher, running[:2])
