@@ -3,9 +3,12 @@ capacity frees, shrunk when a job of higher priority arrives; the history says w
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pai.domain.jobspec import ElasticRange, JobSpec, TaskRoleSpec
 from pai.domain.resources import Resources
 from pai.domain.states import JobState, TaskState
+from pai.launcher import cluster
 from pai.launcher.service import Launcher, LauncherConfig
 from pai.protocol import ContainerReport, ContainerStatus
 from pai.protocol.exitcodes import PlatformExit
@@ -101,3 +104,33 @@ def test_an_elastic_job_starts_at_its_minimum_grows_into_freed_capacity_and_shri
         ("resized", "shrank to 2: carol~urgent (priority 100) takes 2 GPUs in its VC")]
     assert launcher.metrics.resizes.labels("idle-capacity", "default")._value.get() == 1
     assert launcher.metrics.resizes.labels("priority", "default")._value.get() == 1
+
+
+def test_a_borrowing_elastic_job_shrinks_when_a_vc_reclaims_its_guarantee(db: Database) -> None:
+    clock = Clock(1000.0)
+    with db.session() as s:
+        cluster.apply_file(s, {"virtualClusters": [
+            {"name": "default"}, {"name": "prod", "guaranteed": {"gpu": 2, "cpu": 8, "memoryMB": 32768}}]}, 1.0)
+    launcher = Launcher(db, LauncherConfig(), clock=clock)
+    launcher.register(RegisterRequest(NodeInfo("n1", "127.0.0.5", Resources(4, 16, 65536))))
+    launcher.submit(user("alice"), _spec("e", 4, elastic=ElasticRange(1, 4)), "{}")
+    assert [len(a.placements) for a in launcher.schedule_pass().admissions] == [4]  # its asked size fits: borrowed
+    starts, _ = _beat(launcher)
+    running = tuple(_running(s) for s in starts)
+    _beat(launcher, running)
+
+    clock.now = 1010.0
+    launcher.submit(user("bob", "prod"), replace(_spec("mine", 2), virtual_cluster="prod"), "{}")
+    decision = launcher.schedule_pass()
+    assert [(z.job, z.size_to, z.removed, z.cause.value) for z in decision.resizes] == [
+        ("alice~e", 2, (3, 2), "reclaim")]
+    assert decision.waiting["bob~mine"].message == "will start when 2 tasks of elastic jobs stop"
+    _, stops = _beat(launcher, running)
+    assert sorted(s.attempt_id for s in stops) == sorted(r.attempt_id for r in running[2:])
+    assert launcher.schedule_pass(full=True).resizes == ()  # no second shrink for the tasks already leaving
+    _beat(launcher, (*running[:2], *(_exited("alice~e", r.attempt_id, r.index, 137) for r in running[2:])))
+    assert [a.job for a in launcher.schedule_pass().admissions] == ["bob~mine"]
+    with db.session() as s:
+        job = jobs.get_job(s, "alice~e")
+    assert (job.state, [t.index for t in job.tasks], job.retries) == (JobState.RUNNING, [0, 1], 0)
+    assert _events(db, "alice~e") == [("resized", "shrank to 2: VC `prod` reclaims 2 GPUs")]
