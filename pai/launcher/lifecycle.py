@@ -132,6 +132,11 @@ class Outcome(StrEnum):
     SUCCEED = "succeed"
 
 
+def shrinking(t: Task) -> bool:
+    """A task stopped because its elastic job shrank: leaving, dropped from the job once it exits."""
+    return t.state is TaskState.STOPPING and t.exit_code == PlatformExit.SHRUNK
+
+
 def _live(t: Task) -> bool:
     """A task with an attempt that has not ended (the states in which a placed task holds its node)."""
     return t.state.holds_node() and t.attempt_id is not None
@@ -229,7 +234,7 @@ def _exited(job: Job, ev: Exited, ids: IdSource, cmds: list[Command]) -> Job:
     t = _find(job, ev.attempt_id)
     if t is None or not t.state.holds_node():
         return job  # a repeated or stale report
-    if t.state is TaskState.STOPPING and t.exit_code == PlatformExit.SHRUNK:
+    if shrinking(t):
         # It left an elastic job that shrank: recorded as stopped, and no longer one of the job's tasks.
         cmds.append(AttemptEnded(t.with_state(TaskState.STOPPED, finished_at=ev.now)))
         return replace(job, tasks=tuple(x for x in job.tasks if x is not t))

@@ -15,6 +15,7 @@ from pai.domain.node import Node, NodeState
 from pai.domain.resources import Resources
 from pai.domain.states import JobState, TaskState
 from pai.launcher.cluster import Cluster
+from pai.launcher.lifecycle import shrinking
 from pai.protocol.exitcodes import PlatformExit
 from pai.vc import NodeView, PendingJob, RunningJob, Snapshot, TaskRequest, VcQuota, WaitingReason
 from pai.vc.policy import DEFAULT_CONFIG, SchedulerConfig
@@ -77,11 +78,6 @@ def elastic_roles(job: Job) -> tuple[ElasticRole, ...]:
     """The job's roles that may grow and shrink (``extras.elastic`` with minInstances < maxInstances)."""
     return tuple(ElasticRole(r.name, r.elastic.min_instances, r.elastic.max_instances)
                  for r in job.spec.task_roles if r.elastic is not None and r.elastic.resizable)
-
-
-def shrinking(t: Task) -> bool:
-    """A task stopped because its elastic job shrank (dropped from the job once it exits)."""
-    return t.state is TaskState.STOPPING and t.exit_code == PlatformExit.SHRUNK
 
 
 def as_pending(job: Job, typical: float | None = None) -> PendingJob:

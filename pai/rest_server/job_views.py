@@ -16,8 +16,8 @@ from pai.domain.job import Job, Task
 from pai.domain.jobspec import TaskRoleSpec
 from pai.launcher.exit_codes import classify
 from pai.launcher.job_attempts import JobAttempt, job_attempts
+from pai.launcher.lifecycle import shrinking
 from pai.launcher.queries import JobDetail
-from pai.launcher.snapshot import shrinking
 from pai.rest_server.views import event_view, job_summary, ms
 from pai.store.records import TaskAttempt
 
