@@ -7,7 +7,8 @@ The rules:
   when that size cannot start now, the job is considered at its minimum, every elastic role cut to its lowest
   ``min_instances`` indices, as any gang (it may then plan preemptions, wait, hold a reservation, for that size
   only). A non-gang job already places what fits, task by task.
-* **Growth**, after the pass's admissions and preemptions, only in ``schedule(snapshot)``: a running elastic job that
+* **Growth**, after the pass's admissions and preemptions, in ``schedule(snapshot)`` and the IncrementalScheduler's
+  full passes: a running elastic job that
   is not being stopped, preempted or shrunk in the pass, not also waiting (a non-gang job with tasks to place), whose
   last resize is at least ``resizeIntervalSeconds`` old, gains one task at a time of a role below its maximum (the
   lowest free index, the resources of its role's first task), placed best fit with the checks a non-gang task gets:
