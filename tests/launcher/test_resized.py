@@ -11,6 +11,7 @@ import pytest
 from pai.domain.job import Job
 from pai.domain.jobspec import ElasticRange
 from pai.domain.states import JobState, TaskState
+from pai.launcher.job_attempts import job_attempts
 from pai.launcher.lifecycle import (
     Admitted,
     AttemptEnded,
@@ -26,6 +27,7 @@ from pai.launcher.lifecycle import (
 )
 from pai.launcher.snapshot import as_pending, as_running, leaving
 from pai.protocol.exitcodes import PlatformExit
+from pai.store.records import TaskAttempt
 from pai.vc.snapshot import ElasticRole
 from tests.launcher.builders import Counter, job, role
 from tests.launcher.test_lifecycle import admit, attempts, run
@@ -170,3 +172,13 @@ def test_the_scheduler_sees_the_roles_ranges_the_last_resize_and_the_shrunk_task
     assert [(t.index, node) for t, node in gone.tasks] == [(2, "n2")]
     assert leaving(running(elastic(3, 1, 4), Counter())) is None
     assert as_running(running(job(role("worker", 2)), Counter())).elastic == ()  # type: ignore[union-attr]
+
+
+def test_a_shrunk_tasks_attempt_is_never_what_ended_a_job_attempt() -> None:
+    j = replace(elastic(3), platform_retries=1)  # requeued once: attempt 0 is over
+    ended = [("w2", 2, int(PlatformExit.SHRUNK), 5.0), ("w0", 0, int(PlatformExit.NODE_LOST), 10.0),
+             ("w1", 1, int(PlatformExit.COMPLETED_BY_POLICY), 11.0)]
+    rows = [TaskAttempt(a, j.id, 0, "worker", i, "n1", TaskState.STOPPED, exit_code=code, finished_at=at)
+            for a, i, code, at in ended]
+    first = job_attempts(j, rows)[0]
+    assert first.trigger is not None and (first.trigger.index, first.exit_code) == (0, int(PlatformExit.NODE_LOST))
