@@ -10,11 +10,12 @@ report is harmless and a restarted master reaches the same conclusion:
 
 Once an outcome is known, live tasks are stopped; the job reaches its final state when none is left.
 
+Commands tell the shell what to record (attempt start/end, history events); agent start/stop commands
+are derived level-triggered from the tasks' states (see ``reconcile``).
+
 An elastic job (``extras.elastic``) changes its members when the scheduler resizes it (``Resized``): growth adds
 tasks, bound and started as an admission's; a shrink stops the role's highest indices gracefully with code -402
 (``Shrunk``), and drops each from the job once it has exited: never a failure, never a retry, no outcome.
-Commands tell the shell what to record (attempt start/end, history events); agent start/stop commands
-are derived level-triggered from the tasks' states (see ``reconcile``).
 """
 
 from __future__ import annotations
