@@ -53,7 +53,8 @@ class Job:
     exit_reason: str | None = None
     waiting_reason: dict[str, Any] | None = None
     preempted_by: str | None = None  # the job this one is being preempted for, until it is requeued
-    tasks: tuple[Task, ...] = ()
+    tasks: tuple[Task, ...] = ()  # its members: an elastic job's grow and shrink with it (pai.launcher.resizing)
+    last_resized_at: float | None = None  # when an elastic job last grew or shrank (None: never)
 
     @property
     def name(self) -> str:

@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 from pai.domain.errors import InvalidProtocolError
-from pai.domain.jobspec import ElasticRange, SpecWarning, TaskRoleSpec
+from pai.domain.jobspec import ElasticRange, TaskRoleSpec
 from pai.domain.limits import JobLimits
 from pai.jobspec.checks import whole
 from pai.jobspec.paths import join_path
@@ -93,11 +93,3 @@ def with_ranges(config: Mapping[str, Any], roles: tuple[TaskRoleSpec, ...]) -> t
     return tuple(
         replace(r, elastic=ElasticRange(whole(elastic[r.name]["minInstances"]), whole(elastic[r.name]["maxInstances"])))
         if r.name in elastic else r for r in roles)
-
-
-def elastic_warnings(extras: Mapping[str, Any]) -> Iterator[SpecWarning]:
-    """Until the scheduler resizes jobs, an elastic job runs at the sizes it asks for first; the answer says so
-    (``extras``: a schema-valid, checked spec's)."""
-    if any(whole(e["minInstances"]) < whole(e["maxInstances"]) for e in entries({"extras": extras}).values()):
-        yield SpecWarning(ELASTIC_FIELD, "read and kept, not yet honoured: each role runs at its instances"
-                          " (taskNumber in v1) until elastic scheduling lands (in progress, issue 31)")

@@ -11,7 +11,6 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pai.domain.jobspec import SpecWarning
-from pai.jobspec.elastic import elastic_warnings
 from pai.jobspec.plugins import PREFIX, plugin_warnings
 from pai.jobspec.schema import ProtocolVersion
 from pai.jobspec.sshplugin import ssh_warnings
@@ -51,7 +50,6 @@ def _top_level(config: dict[str, Any], version: ProtocolVersion) -> Iterator[Spe
 
 def _extras(extras: Mapping[str, Any], version: ProtocolVersion) -> Iterator[SpecWarning]:
     yield from _unread(extras, _EXTRAS[version], "extras")
-    yield from elastic_warnings(extras)
     hived: Mapping[str, Any] = extras.get(HIVED) or {}
     yield from _unread(hived, _HIVED_READ, f"extras.{HIVED}")
     for role, options in (hived.get("taskRoles") or {}).items():

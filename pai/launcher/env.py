@@ -9,6 +9,7 @@ is left out of its role's host list (the task sees the peers placed when it star
 from __future__ import annotations
 
 from pai.domain.job import Job, Task
+from pai.launcher.lifecycle import shrinking
 
 # A role may declare a port with this label for torch.distributed's store; otherwise rank 0's http port is used.
 TORCH_PORT_LABEL = "master"
@@ -62,9 +63,10 @@ def task_env(job: Job, current: Task, *, trial_token: str = "") -> dict[str, str
         }
     )
     for role in spec.task_roles:
-        mine = [t for t in tasks if t.role == role.name]
+        mine = [t for t in tasks if t.role == role.name and not shrinking(t)]  # an elastic role's members now
         r = role.name
-        env[f"PAI_TASK_ROLE_TASK_COUNT_{r}"] = str(role.instances)
+        elastic = role.elastic is not None and role.elastic.resizable
+        env[f"PAI_TASK_ROLE_TASK_COUNT_{r}"] = str(len(mine) if elastic else role.instances)
         env[f"PAI_TASK_ROLE_{r}_HOST_LIST"] = ",".join(f"{t.address}:{_first_port(t, 'http')}" for t in mine
                                                       if t.address is not None)
         env[f"PAI_RESOURCE_{r}"] = (

@@ -83,6 +83,7 @@ _TABLE: dict[int, tuple[str, ExitType, Retry, str]] = {
         Retry.PERMANENT,
         "stopped because the job's completion policy was met",
     ),
+    P.SHRUNK: ("Shrunk", ExitType.PLATFORM, Retry.PERMANENT, "stopped because its elastic job shrank"),
     # Signals seen as 128+N: the kernel's OOM killer (SIGKILL) is the usual cause of 137.
     128 + signal.SIGKILL: ("Killed", ExitType.RESOURCE, Retry.UNKNOWN, "killed (SIGKILL), often out of memory"),
     128 + signal.SIGTERM: ("Terminated", ExitType.USER, Retry.UNKNOWN, "terminated (SIGTERM)"),

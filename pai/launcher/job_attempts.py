@@ -20,7 +20,7 @@ from pai.domain.states import JobState
 from pai.protocol.exitcodes import PlatformExit
 from pai.store.records import TaskAttempt
 
-_NOT_A_CAUSE = (0, int(PlatformExit.COMPLETED_BY_POLICY))
+_NOT_A_CAUSE = (0, int(PlatformExit.COMPLETED_BY_POLICY), int(PlatformExit.SHRUNK))  # a shrink ends no attempt
 TaskKey = tuple[str, int]
 
 

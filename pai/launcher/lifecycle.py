@@ -9,8 +9,13 @@ report is harmless and a restarted master reaches the same conclusion:
 * a role with at least ``min_succeeded`` SUCCEEDED tasks, or every task ended: the job succeeds.
 
 Once an outcome is known, live tasks are stopped; the job reaches its final state when none is left.
+
 Commands tell the shell what to record (attempt start/end, history events); agent start/stop commands
 are derived level-triggered from the tasks' states (see ``reconcile``).
+
+An elastic job (``extras.elastic``) changes its members when the scheduler resizes it (``Resized``): growth adds
+tasks, bound and started as an admission's; a shrink stops the role's highest indices gracefully with code -402
+(``Shrunk``), and drops each from the job once it has exited: never a failure, never a retry, no outcome.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-from pai.domain.job import Job, Task
+from pai.domain.job import Job, Task, initial_tasks
 from pai.domain.jobspec import RETRY_ALWAYS, RETRY_UNLIMITED
 from pai.domain.states import JobState, TaskState
 from pai.launcher.exit_codes import Retry, classify
@@ -76,7 +81,21 @@ class Preempted:
     message: str = ""
 
 
-Event = Admitted | Started | Exited | StopRequested | Preempted
+@dataclass(frozen=True, slots=True)
+class Resized:
+    """The scheduler resized a role of a running elastic job (pai.vc.snapshot.Resize): ``bindings`` are the tasks
+    it grows by (bound as an admission's), ``removed`` the indices it shrinks by."""
+
+    now: float
+    role: str
+    size_to: int
+    cause: str
+    message: str
+    bindings: tuple[Bound, ...] = ()
+    removed: tuple[int, ...] = ()
+
+
+Event = Admitted | Started | Exited | StopRequested | Preempted | Resized
 
 
 # ---- commands -----------------------------------------------------------------------------------
@@ -114,6 +133,11 @@ class Outcome(StrEnum):
     SUCCEED = "succeed"
 
 
+def shrinking(t: Task) -> bool:
+    """A task stopped because its elastic job shrank: leaving, dropped from the job once it exits."""
+    return t.state is TaskState.STOPPING and t.exit_code == PlatformExit.SHRUNK
+
+
 def _live(t: Task) -> bool:
     """A task with an attempt that has not ended (the states in which a placed task holds its node)."""
     return t.state.holds_node() and t.attempt_id is not None
@@ -135,6 +159,8 @@ def on_event(job: Job, event: Event, ids: IdSource) -> tuple[Job, list[Command]]
         job = _stop(job, event, cmds)
     elif isinstance(event, Preempted):
         job = _preempt(job, event, cmds)
+    elif isinstance(event, Resized):
+        job = _resize(job, event, ids, cmds)
     job = _settle(job, event.now, cmds)
     return job, cmds
 
@@ -148,7 +174,10 @@ def _admit(job: Job, ev: Admitted, ids: IdSource, cmds: list[Command]) -> Job:
         return job
     by_key = {(b.role, b.index): b for b in ev.bindings}
     tasks = []
+    elastic = {r.name for r in job.spec.task_roles if r.elastic is not None and r.elastic.resizable}
     for t in job.tasks:
+        if job.spec.gang and t.role in elastic and (t.role, t.index) not in by_key:
+            continue  # an elastic job admitted below the size it asks (at its minimum): not one of its members
         b = by_key[(t.role, t.index)] if job.spec.gang else by_key.get((t.role, t.index))
         if b is None or t.node is not None or t.state is not TaskState.WAITING:
             tasks.append(t)  # not placed by this admission (or already placed: a stale binding)
@@ -171,7 +200,10 @@ def _admit(job: Job, ev: Admitted, ids: IdSource, cmds: list[Command]) -> Job:
     nodes = sorted({b.node for b in ev.bindings})
     waiting = sum(1 for t in tasks if t.node is None)
     if job.spec.gang or (not more and not waiting):
-        cmds.append(Note("admitted", f"admitted on {', '.join(nodes)}", {"nodes": nodes}))
+        sizes = {r: (sum(1 for t in tasks if t.role == r), job.spec.role(r).instances) for r in sorted(elastic)}
+        smaller = [f"{r} {n} of {asked}" for r, (n, asked) in sizes.items() if n < asked]
+        at = f" (elastic: {', '.join(smaller)} asked)" if smaller else ""
+        cmds.append(Note("admitted", f"admitted on {', '.join(nodes)}{at}", {"nodes": nodes}))
     else:
         placed = len(ev.bindings)
         cmds.append(Note("admitted", f"{placed} task{'s' if placed != 1 else ''} placed on {', '.join(nodes)}"
@@ -203,6 +235,10 @@ def _exited(job: Job, ev: Exited, ids: IdSource, cmds: list[Command]) -> Job:
     t = _find(job, ev.attempt_id)
     if t is None or not t.state.holds_node():
         return job  # a repeated or stale report
+    if shrinking(t):
+        # It left an elastic job that shrank: recorded as stopped, and no longer one of the job's tasks.
+        cmds.append(AttemptEnded(t.with_state(TaskState.STOPPED, finished_at=ev.now)))
+        return replace(job, tasks=tuple(x for x in job.tasks if x is not t))
     if t.state is TaskState.STOPPING:
         # We asked it to stop: it ends with the code we gave the stop (stopped, preempted, policy).
         code = t.exit_code if t.exit_code is not None else ev.exit_code
@@ -270,6 +306,38 @@ def _preempt(job: Job, ev: Preempted, cmds: list[Command]) -> Job:
     msg = f"preempted by {ev.preemptor} under rule {ev.rule}" + (f": {ev.message}" if ev.message else "")
     cmds.append(Note("preempted", msg, {"preemptor": ev.preemptor, "rule": ev.rule}))
     return replace(_stop_tasks(job, int(PlatformExit.PREEMPTED), msg), preempted_by=ev.preemptor)
+
+
+def _resize(job: Job, ev: Resized, ids: IdSource, cmds: list[Command]) -> Job:
+    """Grow by the bound tasks (new indices only), or mark the removed indices to stop: live ones gracefully with
+    -402, ones not placed dropped; one that already ended is left as it ended. A job not running ignores it."""
+    if job.state is not JobState.RUNNING:
+        return job
+    have = {(t.role, t.index) for t in job.tasks}
+    added: list[Task] = []
+    for b in ev.bindings:
+        if b.role != ev.role or (b.role, b.index) in have:
+            continue  # a stale or repeated growth
+        t = Task(b.role, b.index, node=b.node, address=b.address, ports=dict(b.ports), gpus=b.gpus, attempt_id=ids())
+        added.append(t)
+        cmds.append(AttemptStarted(t, job.attempt_index))
+    gone = set(ev.removed)
+    tasks: list[Task] = []
+    for t in job.tasks:
+        if t.role != ev.role or t.index not in gone:
+            tasks.append(t)
+        elif _live(t) and t.state is not TaskState.STOPPING:
+            tasks.append(t.with_state(TaskState.STOPPING, exit_code=int(PlatformExit.SHRUNK), exit_reason=ev.message))
+        elif t.node is not None or t.state is not TaskState.WAITING:
+            tasks.append(t)  # already stopping or ended: as it is
+    if not added and tasks == list(job.tasks):
+        return job
+    last = max((i for i, t in enumerate(tasks) if t.role == ev.role), default=len(tasks) - 1)
+    tasks[last + 1:last + 1] = added
+    details = {"role": ev.role, "size": ev.size_to, "cause": ev.cause,
+               "added": [t.index for t in added], "removed": sorted(gone, reverse=True)}
+    cmds.append(Note("resized", ev.message, details))
+    return replace(job, tasks=tuple(tasks), last_resized_at=ev.now)
 
 
 def outcome(job: Job) -> tuple[Outcome, Task | None] | None:
@@ -351,6 +419,9 @@ def _retry_phrase(job: Job) -> str:
 
 
 def _requeue(job: Job, *, counted: bool) -> Job:
+    """Back to the queue, every task waiting again; an elastic job asks its first size again."""
+    if job.spec.is_elastic:
+        job = replace(job, tasks=initial_tasks(job.spec), last_resized_at=None)
     tasks = tuple(
         replace(t, state=t.state.to(TaskState.WAITING), node=None, address=None, ports={}, gpus=(),
                 attempt_id=None, started_at=None, finished_at=None, exit_code=None, exit_reason=None, retries=0)

@@ -22,7 +22,7 @@ from pai.domain.node import Node, NodeState
 from pai.domain.resources import Resources
 from pai.domain.states import JobState
 from pai.launcher.exit_codes import classify
-from pai.launcher.lifecycle import Admitted, Event, Exited, Preempted
+from pai.launcher.lifecycle import Admitted, Event, Exited, Preempted, Resized
 from pai.protocol.problems import ProblemKind, kind_of
 
 # Seconds a job waits for its admission: from a second to over a day (a GPU queue's range).
@@ -47,6 +47,8 @@ class LauncherMetrics:
             "submission, or from its requeue for a retry)", ["virtual_cluster"], buckets=WAITING_BUCKETS, registry=r)
         self.preemptions = Counter("pai_preemptions", "Jobs preempted, by the scheduler's rule",
                                    ["rule", "virtual_cluster"], registry=r)
+        self.resizes = Counter("pai_job_resizes", "Elastic jobs' roles grown or shrunk, by the scheduler's cause",
+                               ["cause", "virtual_cluster"], registry=r)
         self.retries = Counter("pai_job_retries", "Jobs requeued for another attempt, by the exit type that "
                                "ended the last one", ["exit_type", "virtual_cluster"], registry=r)
         self.rest_seconds = Histogram("pai_rest_request_duration_seconds", "REST requests, by route",
@@ -75,6 +77,8 @@ class LauncherMetrics:
                 self.waiting_seconds.labels(new.vc).observe(max(0.0, event.now - since))
         elif isinstance(event, Preempted):
             self.preemptions.labels(event.rule, new.vc).inc()
+        elif isinstance(event, Resized) and new.last_resized_at == event.now:
+            self.resizes.labels(event.cause, new.vc).inc()
         if new.attempt_index > old.attempt_index:
             exit_type = classify(event.exit_code).type.value if isinstance(event, Exited) else "Platform"
             self.retries.labels(exit_type, new.vc).inc()

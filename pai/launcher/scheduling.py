@@ -33,7 +33,7 @@ from pai.domain.states import JobState
 from pai.domain.timing import FULL_PASS_SECONDS
 from pai.launcher.cluster import Cluster
 from pai.launcher.durations import TypicalDurations
-from pai.launcher.snapshot import as_pending, as_running, hold_back, unplaced
+from pai.launcher.snapshot import LEAVING, as_pending, as_running, hold_back, leaving, unplaced
 from pai.vc import Decision, IncrementalScheduler, Snapshot, WaitingReason
 
 
@@ -136,6 +136,7 @@ class Scheduling:
         assert inc is not None and clu is not None
         for job in jobs:
             key = job.key
+            self._leaving(inc, job)
             self.held.pop(key, None)
             if job.state.is_terminal():
                 self.jobs.pop(key, None)
@@ -180,6 +181,15 @@ class Scheduling:
             elif inc.pending.get(key) != rest:
                 inc.pending.pop(key, None)
                 inc.submit(rest)
+
+    @staticmethod
+    def _leaving(inc: IncrementalScheduler, job: Job) -> None:
+        """The tasks a shrink is stopping: a leaving job of their own (pai.launcher.snapshot), gone once they are."""
+        gone = None if job.state.is_terminal() else leaving(job)
+        if gone is not None:
+            inc.changed(gone)
+        elif job.key + LEAVING in inc.running:
+            inc.finished(job.key + LEAVING)
 
     @staticmethod
     def _drop(inc: IncrementalScheduler, key: str) -> None:

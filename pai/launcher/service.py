@@ -28,7 +28,7 @@ from pai.domain.timing import FULL_PASS_SECONDS, GRACE_SECONDS
 from pai.launcher import cluster, localpaths, logs, sshaccess, storages
 from pai.launcher.access import require_owner_or_admin
 from pai.launcher.accounts import Accounts
-from pai.launcher.binding import BindingError, bind_task, ledgers
+from pai.launcher.binding import BindingError, NodeLedger, bind_task, ledgers
 from pai.launcher.directory import Directory
 from pai.launcher.env import task_env
 from pai.launcher.experiments import ExperimentRunner
@@ -45,6 +45,7 @@ from pai.launcher.lifecycle import (
     Exited,
     Note,
     Preempted,
+    Resized,
     StopRequested,
     live_attempts,
     on_event,
@@ -81,6 +82,7 @@ from pai.store.db import Database
 from pai.store.records import TaskAttempt, User
 from pai.store.wakeups import Wakeup
 from pai.vc import Decision
+from pai.vc.snapshot import Resize
 
 log = logging.getLogger("pai.launcher")
 
@@ -608,7 +610,8 @@ class Launcher:
                     sched.durations.load(s, changed, now)
                     sched.follow(changed)
                     decision = sched.run(now)
-                    keys = [a.job for a in decision.admissions] + [p.victim for p in decision.preemptions]
+                    keys = ([a.job for a in decision.admissions] + [p.victim for p in decision.preemptions]
+                            + [z.job for z in decision.resizes])
                     by_key = {j.key: j for j in store_jobs.get_jobs_by_id(s, [sched.ids[k] for k in keys])}
                     nodes = None  # nodes start draining only through invalidate: the full pass moves their jobs
                 self._act(s, decision, by_key, nodes, now)
@@ -625,7 +628,8 @@ class Launcher:
         draining nodes."""
         admissions, later = (decision.admissions[:self.config.admissions_per_pass],
                              decision.admissions[self.config.admissions_per_pass:])
-        placed = {p.node for a in admissions for p in a.placements}
+        placed = {p.node for a in admissions for p in a.placements} | {
+            p.node for z in decision.resizes for p in z.placements}
         led = ledgers(store_nodes.get_nodes(s, placed), store_jobs.held_tasks_on(s, placed)) if placed else {}
         told: list[Job] = []
         for adm in admissions:
@@ -651,6 +655,8 @@ class Launcher:
             store_jobs.save_job(s, victim)
             told.append(victim)
             log.info("job preempted job=%s preemptor=%s rule=%s", pre.victim, pre.preemptor, pre.rule)
+        for z in decision.resizes:
+            self._resize(s, z, by_key, led, now)
         self.scheduling.settled(told)
         if later:
             self.scheduling.postpone([by_key[a.job] for a in later])
@@ -659,6 +665,24 @@ class Launcher:
             victim = self._apply(s, victim, Preempted(now, "node drain", "drain", drain_message(victim, nodes or [])))
             store_jobs.save_job(s, victim)
             log.info("job moved off a draining node job=%s", victim.key)
+
+    def _resize(self, s: Session, z: Resize, by_key: dict[str, Job], led: dict[str, NodeLedger], now: float) -> None:
+        """Grow or shrink an elastic job as the pass decided; the next pass follows its new members."""
+        job = by_key.get(z.job)
+        if job is None:
+            return
+        try:
+            bindings = tuple(Bound(p.role, p.index, p.node, led[p.node].node.address,
+                                   *bind_task(led[p.node], job.spec.role(p.role))) for p in z.placements)
+        except BindingError as e:
+            log.warning("resize skipped job=%s node=%s reason=%s", job.key, e.node, e.what)
+            self.scheduling.invalidate()  # the scheduler counts the growth: the next (full) pass corrects that
+            return
+        event = Resized(now, z.role, z.size_to, z.cause.value, z.message, bindings, z.removed)
+        by_key[job.key] = job = self._apply(s, job, event)
+        store_jobs.save_job(s, job)
+        log.info("job resized job=%s role=%s size=%d->%d cause=%s", job.key, z.role, z.size_from, z.size_to,
+                 z.cause.value)
 
     def take_touched(self) -> set[str]:
         """The nodes with a task that changed (bound, stopping, ended) since the last call: their agents have
@@ -670,9 +694,12 @@ class Launcher:
         new, cmds = on_event(job, event, self.ids)
         self.scheduling.changed(new.id)
         self.metrics.job_changed(job, new, event)
-        for old_task, new_task in zip(job.tasks, new.tasks, strict=False):
+        before = {(t.role, t.index): t for t in job.tasks}  # by key: an elastic job's members come and go
+        after = {(t.role, t.index): t for t in new.tasks}
+        for key in before.keys() | after.keys():
+            old_task, new_task = before.get(key), after.get(key)
             if old_task != new_task:
-                nodes = [n for n in (old_task.node, new_task.node) if n]
+                nodes = [t.node for t in (old_task, new_task) if t is not None and t.node]
                 self._touched.update(nodes)
                 self.heartbeats.forget(nodes)
         self._record(s, new, cmds, event.now)

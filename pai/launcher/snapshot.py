@@ -1,4 +1,9 @@
-"""Build the scheduler's snapshot from domain values (pure)."""
+"""Build the scheduler's snapshot from domain values (pure).
+
+An elastic job is handed over with its roles' ranges and its last resize; the tasks a shrink is stopping (-402)
+are no longer its own: they form a job of their own (``leaving``, key ``<job>\\x1fleaving``) whose capacity is
+freed as they exit, as a preempted job's is, so that no pass shrinks the job for them again.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +15,11 @@ from pai.domain.node import Node, NodeState
 from pai.domain.resources import Resources
 from pai.domain.states import JobState, TaskState
 from pai.launcher.cluster import Cluster
+from pai.launcher.lifecycle import shrinking
 from pai.protocol.exitcodes import PlatformExit
 from pai.vc import NodeView, PendingJob, RunningJob, Snapshot, TaskRequest, VcQuota, WaitingReason
 from pai.vc.policy import DEFAULT_CONFIG, SchedulerConfig
+from pai.vc.snapshot import ElasticRole
 
 
 def usage_by_node(nodes: Iterable[Node], jobs: Iterable[Job]) -> dict[str, Resources]:
@@ -64,6 +71,15 @@ def _expected(job: Job, typical: float | None) -> tuple[float | None, bool]:
     return (declared, False) if declared is not None or typical is None else (typical, True)
 
 
+LEAVING = "\x1fleaving"
+
+
+def elastic_roles(job: Job) -> tuple[ElasticRole, ...]:
+    """The job's roles that may grow and shrink (``extras.elastic`` with minInstances < maxInstances)."""
+    return tuple(ElasticRole(r.name, r.elastic.min_instances, r.elastic.max_instances)
+                 for r in job.spec.task_roles if r.elastic is not None and r.elastic.resizable)
+
+
 def as_pending(job: Job, typical: float | None = None) -> PendingJob:
     """A WAITING job as the scheduler sees it (``typical``: the typical run time of its user's jobs in its VC,
     carried to it once it runs)."""
@@ -71,7 +87,7 @@ def as_pending(job: Job, typical: float | None = None) -> PendingJob:
     return PendingJob(key=job.key, vc=job.vc, user=job.user, priority=job.spec.priority,
                       submitted_at=job.submitted_at, tasks=tuple(_request(job, t) for t in job.tasks),
                       preemptible=job.spec.preemptible, gang=job.spec.gang, whole_nodes=job.spec.whole_nodes,
-                      expected_seconds=seconds, expected_typical=is_typical)
+                      expected_seconds=seconds, expected_typical=is_typical, elastic=elastic_roles(job))
 
 
 def unplaced(job: Job) -> PendingJob | None:
@@ -90,7 +106,7 @@ def as_running(job: Job, typical: float | None = None) -> RunningJob | None:
     """A RUNNING or STOPPING job as the scheduler sees it: what its tasks hold, whether it is leaving (being
     stopped, or its tasks preempted), and how long it should run (``typical``: as as_pending); None when no task
     holds anything."""
-    held = [t for t in job.tasks if t.holds_node()]
+    held = [t for t in job.tasks if t.holds_node() and not shrinking(t)]
     if not held:
         return None
     seconds, is_typical = _expected(job, typical)
@@ -102,7 +118,19 @@ def as_running(job: Job, typical: float | None = None) -> RunningJob | None:
                       tasks=tuple((_request(job, t), t.node or "") for t in held),
                       preempting=preempting, preempted_by=job.preempted_by or "", preemptible=job.spec.preemptible,
                       gang=job.spec.gang, whole_nodes=job.spec.whole_nodes, expected_seconds=seconds,
-                      expected_typical=is_typical)
+                      expected_typical=is_typical, elastic=elastic_roles(job), last_resized_at=job.last_resized_at)
+
+
+def leaving(job: Job) -> RunningJob | None:
+    """The tasks of an elastic job that a shrink is stopping, as a job being preempted for nobody in particular
+    (any waiting job may plan behind them); None when none is left."""
+    gone = [t for t in job.tasks if t.holds_node() and shrinking(t)]
+    if not gone:
+        return None
+    return RunningJob(key=job.key + LEAVING, vc=job.vc, user=job.user, priority=job.spec.priority,
+                      started_at=job.started_at or job.submitted_at,
+                      tasks=tuple((_request(job, t), t.node or "") for t in gone), preempting=True,
+                      preemptible=job.spec.preemptible, gang=job.spec.gang, whole_nodes=job.spec.whole_nodes)
 
 
 def build_snapshot(
@@ -130,6 +158,8 @@ def build_snapshot(
             continue
         if job.key not in held and (rest := unplaced(job)) is not None:
             pending.append(rest)
+        if (gone := leaving(job)) is not None:
+            running.append(gone)
         form = as_running(job, typical(job))
         if form is None:
             continue

@@ -36,11 +36,14 @@ def find_task(job: Job, role: str, index: int) -> Task:
     if role not in roles:
         raise NoTaskRoleError(f"job {job.key} has no task role {role!r} (its roles: {', '.join(roles)})",
                               field="role")
-    count = job.spec.role(role).instances
-    if not 0 <= index < count:
+    members = [t for t in job.tasks if t.role == role]
+    found = next((t for t in members if t.index == index), None)
+    if found is None:
+        count = len(members)
+        which = ", ".join(str(t.index) for t in members) if job.spec.is_elastic else f"0..{count - 1}"
         raise NoTaskRoleError(f"task role {role} of job {job.key} has no index {index} (it has {count} instance"
-                              f"{'s' if count != 1 else ''}: 0..{count - 1})", field="index")
-    return job.task(role, index)
+                              f"{'s' if count != 1 else ''}: {which})", field="index")
+    return found
 
 
 def running_port(job: Job, role: str, index: int, label: str) -> TaskPort:

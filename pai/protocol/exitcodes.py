@@ -27,3 +27,4 @@ class PlatformExit(IntEnum):
     PREEMPTED = -300
     STOPPED = -400  # stopped by a user
     COMPLETED_BY_POLICY = -401  # stopped because the job completed (min succeeded/failed reached)
+    SHRUNK = -402  # stopped because its elastic job shrank: dropped from the job once it exits, never a failure

@@ -52,7 +52,7 @@ def _attempt(request: web.Request, found: queries.JobDetail, attempts: list[JobA
 def _task(request: web.Request, found: queries.JobDetail) -> tuple[str, int]:
     role, index = request.match_info["role"], int(request.match_info["index"])
     spec = next((r for r in found.job.spec.task_roles if r.name == role), None)
-    if spec is None or index >= spec.instances:
+    if spec is None or index >= (spec.elastic.max_instances if spec.elastic is not None else spec.instances):
         raise NoJobError(f"job {found.job.key} has no task {role}[{index}]")
     return role, index
 

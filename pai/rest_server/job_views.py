@@ -13,8 +13,10 @@ from typing import Any
 from urllib.parse import quote
 
 from pai.domain.job import Job, Task
+from pai.domain.jobspec import TaskRoleSpec
 from pai.launcher.exit_codes import classify
 from pai.launcher.job_attempts import JobAttempt, job_attempts
+from pai.launcher.lifecycle import shrinking
 from pai.launcher.queries import JobDetail
 from pai.rest_server.views import event_view, job_summary, ms
 from pai.store.records import TaskAttempt
@@ -104,7 +106,7 @@ def _number(rows: list[TaskAttempt], task: Task | None) -> int:
 def task_status(job: Job, a: JobAttempt, role: str, index: int) -> dict[str, Any]:
     """A task in a job attempt (OpenPAI's task status in JobDetail)."""
     rows = a.task_attempts(role, index)
-    task = job.task(role, index) if a.latest else None
+    task = _member(job, role, index) if a.latest else None
     n = _number(rows, task)
     if task is None and not rows:  # an earlier attempt that never placed this task
         seen = _Seen(role, index, None, None, None, None, {}, None, None, None, None, None, None)
@@ -129,13 +131,33 @@ def _row(rows: list[TaskAttempt], task: Task) -> TaskAttempt | None:
     return next((r for r in rows if r.attempt_id == task.attempt_id), None)
 
 
+def _member(job: Job, role: str, index: int) -> Task | None:
+    """The job's task ``role[index]``; None when it is not one of its members (an elastic job's, not yet grown to
+    it or shrunk below it)."""
+    return next((t for t in job.tasks if t.role == role and t.index == index), None)
+
+
+def _indices(job: Job, a: JobAttempt, role: TaskRoleSpec) -> list[int]:
+    """The role's tasks in attempt ``a``: its instances, and an elastic role's members (the latest attempt) or the
+    tasks that ran in it (an earlier one)."""
+    if role.elastic is None or not role.elastic.resizable:
+        return list(range(role.instances))
+    if a.latest:
+        return sorted(t.index for t in job.tasks if t.role == role.name)
+    return sorted({i for r, i in a.tasks if r == role.name} | set(range(role.elastic.min_instances)))
+
+
 def _roles(job: Job, a: JobAttempt) -> dict[str, Any]:
     roles: dict[str, Any] = {}
     for role in job.spec.task_roles:
         roles[role.name] = {
             "taskRoleStatus": {"name": role.name},
-            "taskStatuses": [task_status(job, a, role.name, i) for i in range(role.instances)],
+            "taskStatuses": [task_status(job, a, role.name, i) for i in _indices(job, a, role)],
         }
+        if role.elastic is not None and role.elastic.resizable:
+            current = sum(1 for t in job.tasks if t.role == role.name and not shrinking(t))
+            roles[role.name]["elastic"] = {"minInstances": role.elastic.min_instances,
+                                           "maxInstances": role.elastic.max_instances, "current": current}
     return roles
 
 
@@ -236,7 +258,7 @@ def task_detail(found: JobDetail, a: JobAttempt, role: str, index: int) -> dict[
     job = found.job
     status = task_status(job, a, role, index)
     rows = a.task_attempts(role, index)
-    task = job.task(role, index) if a.latest else None
+    task = _member(job, role, index) if a.latest else None
     current = _number(rows, task)
     attempts = [_attempt_fields(job, a, n, _Seen.of(row, task if n == current else None))
                 for n, row in enumerate(rows)]

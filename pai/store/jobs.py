@@ -81,6 +81,7 @@ def _to_job(row: JobRow) -> Job:
         exit_reason=row.exit_reason,
         waiting_reason=row.waiting_reason,
         preempted_by=row.preempted_by,
+        last_resized_at=row.last_resized_at,
         tasks=tuple(task_from_row(t) for t in rows),
     )
 
@@ -100,6 +101,7 @@ def _update_row(row: JobRow, job: Job, keyring: Keyring | None) -> None:
     row.exit_reason = job.exit_reason
     row.waiting_reason = job.waiting_reason
     row.preempted_by = job.preempted_by
+    row.last_resized_at = job.last_resized_at
 
 
 def _select_jobs() -> Select[JobRow]:

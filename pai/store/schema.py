@@ -121,6 +121,7 @@ class JobRow(Base):
     exit_reason: Mapped[str | None] = mapped_column(Text)
     waiting_reason: Mapped[dict[str, Any] | None] = mapped_column(NULLABLE_JSON)
     preempted_by: Mapped[str | None]
+    last_resized_at: Mapped[float | None]  # an elastic job's last resize (migration 0021)
 
     tasks: Mapped[list[TaskRow]] = relationship(
         back_populates="job", cascade="all, delete-orphan", passive_deletes=True

@@ -7,13 +7,14 @@ The rules:
   when that size cannot start now, the job is considered at its minimum, every elastic role cut to its lowest
   ``min_instances`` indices, as any gang (it may then plan preemptions, wait, hold a reservation, for that size
   only). A non-gang job already places what fits, task by task.
-* **Growth**, after the pass's admissions and preemptions, only in ``schedule(snapshot)``: a running elastic job that
-  is not being stopped, preempted or shrunk in the pass, not also waiting (a non-gang job with tasks to place), whose
-  last resize is at least ``resizeIntervalSeconds`` old, gains one task at a time of a role below its maximum (the
-  lowest free index, the resources of its role's first task), placed best fit with the checks a non-gang task gets:
-  the user's GPU limit, the VC's max, other VCs' lending limits, the per-node lending limit and reservations. Jobs
-  whose next task stays within their VC's guarantee go first, then (fair sharing: the lowest share of its VC with
-  the task) priority, then the longest running. A job whose task does not fit stops growing for the pass.
+* **Growth**, after the pass's admissions and preemptions, in ``schedule(snapshot)`` and the IncrementalScheduler's
+  full passes: a running elastic job that is not being stopped, preempted or shrunk in the pass, not also waiting (a
+  non-gang job with tasks to place), whose last resize is at least ``resizeIntervalSeconds`` old, gains one task at a
+  time of a role below its maximum (the lowest free index, the resources of its role's first task), placed best fit
+  with the checks a non-gang task gets: the user's GPU limit, the VC's max, other VCs' lending limits, the per-node
+  lending limit and reservations. Jobs whose next task stays within their VC's guarantee go first, then (fair sharing:
+  the lowest share of its VC with the task) priority, then the longest running. A job whose task does not fit stops
+  growing for the pass.
 * **Waiting jobs first**: no job grows while a job of its priority or higher waits for capacity (codes ``NoNodeFits``,
   ``HeldForReservation``, ``HeldByNonPreemptible``, ``PreemptionDeferred``), or while a job of its own VC waits on
   the VC's max or its user's limit: what is idle is theirs when it is enough, and growth would only make it less.

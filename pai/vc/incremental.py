@@ -8,6 +8,10 @@ skips what a full pass spends its time on: building node capacity, VC usage and 
 pending jobs, and preemption searches that found no allowed victims (retried once a job of the preemptor's VC
 finishes, or at the next full pass). Run ``schedule(snapshot)`` now and then (say every minute) as the
 reference; an incremental pass may postpone a preemption that only jobs started since then make possible.
+
+Elastic jobs (pai.vc.elastic): every pass shrinks them before preempting whole jobs; growth is computed on full
+passes only (``full``), from what the pass leaves idle. The scheduler takes the growth it decides at once (the
+launcher starts the tasks); a shrink's tasks are followed as the launcher reports them (``changed``), leaving.
 """
 
 from __future__ import annotations
@@ -16,9 +20,10 @@ import heapq
 from dataclasses import replace
 
 from pai.domain.resources import ZERO, Resources
+from pai.vc.elastic import grow
 from pai.vc.reasons import WaitCode
 from pai.vc.round import Memo, Round
-from pai.vc.snapshot import Admission, Decision, PendingJob, RunningJob, Snapshot, TaskRequest, WaitingReason
+from pai.vc.snapshot import Admission, Decision, PendingJob, Resize, RunningJob, Snapshot, TaskRequest, WaitingReason
 from pai.vc.state import State
 
 
@@ -104,9 +109,12 @@ class IncrementalScheduler:
             self._no_plan = {}  # a node holds less borrowed work: what the limit refused may fit now
             self._freed = True
         known = None if full or self._freed else {k: v for k, v in self._waiting.items() if k in self.pending}
-        r = Round(self.state, self.pending.values(), now, self._no_plan, known)
+        r = Round(self.state, self.pending.values(), now, self._no_plan, known, elastic=True)
         decision = r.run()
+        if full and any(j.elastic for j in self.state.index.jobs.values()):
+            decision = grow(r, decision, shrunk={z.job for z in decision.resizes})
         r.undo()
+        self._grown(decision.resizes, now)
         grown: dict[str, Resources] = {}  # non-gang jobs that ran and placed more tasks: what they added
         for job, taken in r.admitted:
             tasks = {(t.role, t.index): t for t in job.tasks}
@@ -140,6 +148,16 @@ class IncrementalScheduler:
         self._waiting = {k: v for k, v in decision.waiting.items() if v.code != WaitCode.PREEMPTION_DEFERRED}
         self._freed = False
         return decision
+
+    def _grown(self, resizes: tuple[Resize, ...], now: float) -> None:
+        """The jobs a pass grew hold their new tasks (the pass took their capacity and VC usage)."""
+        for z in resizes:
+            old = self.state.index.jobs.get(z.job)
+            if old is None or not z.placements:
+                continue
+            template = next(t for t, _ in old.tasks if t.role == z.role)
+            placed = tuple((replace(template, index=p.index), p.node) for p in z.placements)
+            self.state.grew(replace(old, last_resized_at=now), placed)
 
     def _placed_more(self, job: PendingJob, placed: tuple[tuple[TaskRequest, str], ...], now: float,
                      grown: dict[str, Resources]) -> bool:

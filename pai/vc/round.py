@@ -61,8 +61,7 @@ class Round:
         self.admissions: list[Admission] = []
         self.admitted: list[tuple[PendingJob, list[Taken]]] = []
         self.preemptions: list[Preemption] = []
-        # elastic: shrink running elastic jobs before preempting whole ones (pai.vc.elastic_shrink); off in the
-        # IncrementalScheduler, whose state does not follow resizes yet
+        # elastic: shrink running elastic jobs before preempting whole ones (pai.vc.elastic_shrink)
         self.shrinker: Shrinker | None = None
         if elastic and any(r.elastic for r in state.index.jobs.values()):
             self.shrinker = Shrinker(state, self.pool, self.vcs, self.planner, now=now, fair=self.fair)

@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from pai.domain.job import Job
-from pai.domain.jobspec import PortSpec
+from pai.domain.jobspec import ElasticRange, PortSpec
+from pai.domain.states import TaskState
 from pai.launcher.env import task_env
+from pai.protocol.exitcodes import PlatformExit
 from tests.launcher.builders import job, role
 
 
@@ -71,3 +73,17 @@ def test_job_envs_are_passed_and_platform_names_win() -> None:
     env = task_env(j, j.task("ps", 0))
     assert env["FOO"] == "bar"
     assert env["PAI_JOB_NAME"] == "alice~dist"
+
+
+def test_an_elastic_roles_count_and_host_list_are_its_members_now() -> None:
+    j = placed()
+    worker = replace(j.spec.role("worker"), elastic=ElasticRange(1, 4))
+    spec = replace(j.spec, task_roles=(j.spec.role("ps"), worker))
+    grown = replace(j.task("worker", 1), index=2, address="10.0.0.9", ports={"http": (20090,)}, attempt_id="att9")
+    leaving = replace(j.task("worker", 1), state=TaskState.STOPPING, exit_code=int(PlatformExit.SHRUNK))
+    more = replace(grown, index=3, address="10.0.0.8", ports={"http": (20080,)}, attempt_id="att8")
+    j = replace(j, spec=spec, tasks=(j.task("ps", 0), j.task("worker", 0), leaving, grown, more))
+    env = task_env(j, grown)
+    assert env["PAI_TASK_ROLE_TASK_COUNT_worker"] == "3"  # 0, 2 and 3 (1 is leaving; 2 asked first)
+    assert env["PAI_TASK_ROLE_worker_HOST_LIST"] == "10.0.0.2:20010,10.0.0.9:20090,10.0.0.8:20080"
+    assert env["PAI_TASK_ROLE_TASK_COUNT_ps"] == "1"

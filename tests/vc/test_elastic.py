@@ -214,3 +214,25 @@ def test_a_job_preempted_whole_does_not_grow() -> None:
     s = snap([node("n0"), node("n1", 4)], [job("p", 8, priority=100)], [elastic("e", 4, 4, 8, on="n0", priority=1)])
     d = schedule(s)
     assert victims(d) == {"e": "p"} and not d.resizes
+
+
+def test_an_incremental_scheduler_grows_on_full_passes_only_and_holds_what_it_grew() -> None:
+    s = snap(N0, [], [elastic("e", 2, 1, 4)])
+    inc = IncrementalScheduler(s)
+    assert not inc.schedule(s.now).resizes
+    assert resizes(inc.schedule(s.now + 1, full=True)) == {"e": (2, 4)}
+    held = inc.state.index.jobs["e"]
+    assert sorted(t.index for t, _ in held.tasks) == [0, 1, 2, 3] and held.last_resized_at == s.now + 1
+    inc.submit(job("p", 1, instances=5))
+    d = inc.schedule(s.now + 2, full=True)  # 4 of the node's 8 GPUs are the grown job's now
+    assert not d.resizes and d.waiting["p"].code == "NoNodeFits"
+
+
+def test_an_incremental_pass_shrinks_for_a_reclaim() -> None:
+    s = snap(N0, [], [elastic("e", 8, 2, 8, vc="b")], A4_B4)
+    inc = IncrementalScheduler(s)
+    inc.schedule(s.now)
+    inc.submit(job("a1", 1, instances=3, vc="a"))
+    d = inc.schedule(s.now + 1)
+    assert [(z.size_to, z.removed) for z in d.resizes] == [(5, (7, 6, 5))]
+    assert not d.preemptions and d.planned["a1"].placements
