@@ -147,6 +147,22 @@ def _indices(job: Job, a: JobAttempt, role: TaskRoleSpec) -> list[int]:
     return sorted({i for r, i in a.tasks if r == role.name} | set(range(role.elastic.min_instances)))
 
 
+def _size(job: Job, role: TaskRoleSpec) -> int:
+    """The role's size now: its instances, or an elastic role's members not leaving after a shrink."""
+    if role.elastic is None or not role.elastic.resizable:
+        return role.instances
+    return sum(1 for t in job.tasks if t.role == role.name and not shrinking(t))
+
+
+def _totals(job: Job, a: JobAttempt) -> tuple[int, int]:
+    """The attempt's tasks and GPUs: an elastic job's latest attempt counts its current size, not the size it asked
+    first."""
+    if not a.latest:
+        return job.spec.instance_count, job.spec.total.gpu
+    sizes = [(_size(job, r), r.resources.gpu) for r in job.spec.task_roles]
+    return sum(n for n, _ in sizes), sum(n * gpu for n, gpu in sizes)
+
+
 def _roles(job: Job, a: JobAttempt) -> dict[str, Any]:
     roles: dict[str, Any] = {}
     for role in job.spec.task_roles:
@@ -155,9 +171,8 @@ def _roles(job: Job, a: JobAttempt) -> dict[str, Any]:
             "taskStatuses": [task_status(job, a, role.name, i) for i in _indices(job, a, role)],
         }
         if role.elastic is not None and role.elastic.resizable:
-            current = sum(1 for t in job.tasks if t.role == role.name and not shrinking(t))
             roles[role.name]["elastic"] = {"minInstances": role.elastic.min_instances,
-                                           "maxInstances": role.elastic.max_instances, "current": current}
+                                           "maxInstances": role.elastic.max_instances, "current": _size(job, role)}
     return roles
 
 
@@ -223,6 +238,7 @@ def job_attempt_view(found: JobDetail, a: JobAttempt) -> dict[str, Any]:
     exits = _exit_fields(job, a)
     spec = exits["appExitSpec"]
     roles = _roles(job, a)
+    tasks, gpus = _totals(job, a)
     brief = ("taskIndex", "taskState", "containerId", "containerIp", "containerGpus", "containerLog",
              "containerExitCode")
     for role in roles.values():
@@ -244,8 +260,8 @@ def job_attempt_view(found: JobDetail, a: JobAttempt) -> dict[str, Any]:
         "exitDiagnostics": exits["appExitMessages"],
         **{k: exits[k] for k in ("appExitTriggerMessage", "appExitTriggerTaskRoleName", "appExitTriggerTaskIndex",
                                  "appExitSpec", "appExitDiagnostics", "appExitMessages")},
-        "totalGpuNumber": job.spec.total.gpu,
-        "totalTaskNumber": job.spec.instance_count,
+        "totalGpuNumber": gpus,
+        "totalTaskNumber": tasks,
         "totalTaskRoleNumber": len(job.spec.task_roles),
         "jobPriority": job.spec.priority_class,
         "taskRoles": roles,
