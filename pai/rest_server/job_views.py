@@ -16,10 +16,10 @@ from pai.domain.job import Job, Task
 from pai.domain.jobspec import TaskRoleSpec
 from pai.launcher.exit_codes import classify
 from pai.launcher.job_attempts import JobAttempt, job_attempts
-from pai.launcher.lifecycle import shrinking
 from pai.launcher.queries import JobDetail
 from pai.rest_server.views import event_view, job_summary, ms
 from pai.store.records import TaskAttempt
+from pai.store.summaries import role_size
 
 TAIL_MODE_BYTES = 16_384  # what ``tail-mode=true`` asks of a log
 
@@ -147,19 +147,12 @@ def _indices(job: Job, a: JobAttempt, role: TaskRoleSpec) -> list[int]:
     return sorted({i for r, i in a.tasks if r == role.name} | set(range(role.elastic.min_instances)))
 
 
-def _size(job: Job, role: TaskRoleSpec) -> int:
-    """The role's size now: its instances, or an elastic role's members not leaving after a shrink."""
-    if role.elastic is None or not role.elastic.resizable:
-        return role.instances
-    return sum(1 for t in job.tasks if t.role == role.name and not shrinking(t))
-
-
 def _totals(job: Job, a: JobAttempt) -> tuple[int, int]:
     """The attempt's tasks and GPUs: an elastic job's latest attempt counts its current size, not the size it asked
     first."""
     if not a.latest:
         return job.spec.instance_count, job.spec.total.gpu
-    sizes = [(_size(job, r), r.resources.gpu) for r in job.spec.task_roles]
+    sizes = [(role_size(job, r), r.resources.gpu) for r in job.spec.task_roles]
     return sum(n for n, _ in sizes), sum(n * gpu for n, gpu in sizes)
 
 
@@ -172,7 +165,7 @@ def _roles(job: Job, a: JobAttempt) -> dict[str, Any]:
         }
         if role.elastic is not None and role.elastic.resizable:
             roles[role.name]["elastic"] = {"minInstances": role.elastic.min_instances,
-                                           "maxInstances": role.elastic.max_instances, "current": _size(job, role)}
+                                           "maxInstances": role.elastic.max_instances, "current": role_size(job, role)}
     return roles
 
 

@@ -2,8 +2,9 @@
 
 A summary is the ``jobs`` columns the list shows, plus three totals of the job's spec (GPUs, instances, task
 roles) that SQL computes from the stored spec JSON (``json_each`` on SQLite, ``json_array_elements`` on
-PostgreSQL; each in the form that database runs faster): no task rows, no submitted text, no spec decoded in
-Python.
+PostgreSQL; each in the form that database runs faster): no submitted text, no spec decoded in Python, and no task
+rows but an elastic role's, whose size is its members now (its task rows, less those a shrink is removing), not
+the size it asked first.
 
 Indexes (``schema.JobRow``): every filter but ``keyword`` is an equality on the first column of an index that
 goes on with ``(submitted_at, id)``, the list's order, so the page's ids are an ordered range of one index
@@ -24,15 +25,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from sqlalchemy import JSON, ColumnElement, Select, TableValuedAlias, column, func, select, true
+from sqlalchemy import JSON, ColumnElement, Select, TableValuedAlias, case, column, func, select, true
 from sqlalchemy.orm import Session
 
 from pai.domain.errors import InvalidParametersError
 from pai.domain.job import Job
-from pai.domain.jobspec import DEFAULT_PRIORITY_CLASS
-from pai.domain.states import JobState
+from pai.domain.jobspec import DEFAULT_PRIORITY_CLASS, TaskRoleSpec
+from pai.domain.states import JobState, TaskState
 from pai.store import keyword as keyword_index
-from pai.store.schema import JobRow, JobTagRow
+from pai.store.schema import JobRow, JobTagRow, TaskRow
+
+# A task stopped because its elastic job shrank (pai.protocol.exitcodes.PlatformExit.SHRUNK; the store does not
+# import the protocol): stopping, it is no longer counted in the job's size.
+SHRUNK_EXIT = -402
 
 # A keyword that matches at most this many jobs is read through its index; more, and walking the list's order finds
 # a page's worth of matches sooner than the index would list them all.
@@ -98,11 +103,20 @@ class JobSummary:
     def of(cls, job: Job, tags: Sequence[str] = ()) -> JobSummary:
         """The summary of a job already in memory (the job detail shows the same fields)."""
         spec = job.spec
+        sizes = [(role_size(job, r), r.resources.gpu) for r in spec.task_roles]
         return cls(id=job.id, name=job.name, user=job.user, state=job.state, vc=job.vc, priority=spec.priority,
                    priority_class=spec.priority_class, retries=job.retries, platform_retries=job.platform_retries,
                    submitted_at=job.submitted_at, started_at=job.started_at, completed_at=job.completed_at,
-                   exit_code=job.exit_code, total_gpu=spec.total.gpu, task_count=spec.instance_count,
-                   role_count=len(spec.task_roles), tags=tuple(sorted(tags)))
+                   exit_code=job.exit_code, total_gpu=sum(n * gpu for n, gpu in sizes),
+                   task_count=sum(n for n, _ in sizes), role_count=len(spec.task_roles), tags=tuple(sorted(tags)))
+
+
+def role_size(job: Job, role: TaskRoleSpec) -> int:
+    """The role's size now: its instances, or an elastic role's members not leaving after a shrink."""
+    if role.elastic is None or not role.elastic.resizable:
+        return role.instances
+    return sum(1 for t in job.tasks if t.role == role.name
+               and not (t.state is TaskState.STOPPING and t.exit_code == SHRUNK_EXIT))
 
 
 _SHOWN = (JobRow.id, JobRow.name, JobRow.user_name, JobRow.state, JobRow.vc, JobRow.priority,
@@ -112,13 +126,19 @@ _SHOWN = (JobRow.id, JobRow.name, JobRow.user_name, JobRow.state, JobRow.vc, Job
 
 def _role_totals(dialect: str) -> tuple[TableValuedAlias, list[ColumnElement[Any]]]:
     """The job row's task roles (one row each, as JSON), and what to total over them: GPUs (instances x GPUs per
-    instance), instances, roles."""
+    instance), instances (an elastic role's: its members now, as ``role_size``), roles."""
     if dialect == "postgresql":
         each = func.json_array_elements(JobRow.spec["task_roles"])
     else:
         each = func.json_each(JobRow.spec, "$.task_roles")
     role = each.table_valued(column("value", JSON)).alias("task_role")
-    instances = role.c.value["instances"].as_integer()
+    members = (select(func.count()).select_from(TaskRow)
+               .where(TaskRow.job_id == JobRow.id, TaskRow.role == role.c.value["name"].as_string(),
+                      ~((TaskRow.state == TaskState.STOPPING.value) & (TaskRow.exit_code == SHRUNK_EXIT)))
+               .correlate_except(TaskRow).scalar_subquery())
+    elastic = (role.c.value[("elastic", "min_instances")].as_integer()
+               < role.c.value[("elastic", "max_instances")].as_integer())
+    instances = case((elastic, members), else_=role.c.value["instances"].as_integer())
     gpus = role.c.value[("resources", "gpu")].as_integer()
     return role, [func.coalesce(func.sum(instances * gpus), 0), func.coalesce(func.sum(instances), 0),
                   func.count(role.c.value)]

@@ -11,11 +11,13 @@ from sqlalchemy import Select, text
 
 from pai.domain.errors import InvalidParametersError
 from pai.domain.job import Job, Task
+from pai.domain.jobspec import ElasticRange
 from pai.domain.resources import Resources
-from pai.domain.states import JobState
+from pai.domain.states import JobState, TaskState
+from pai.protocol.exitcodes import PlatformExit
 from pai.store import jobs, summaries
 from pai.store.db import Database
-from pai.store.summaries import JobFilters, JobSummary, count_query, list_summaries, page_keys, page_query
+from pai.store.summaries import SHRUNK_EXIT, JobFilters, JobSummary, count_query, list_summaries, page_keys, page_query
 from tests.dbkit import statements_of
 
 from .builders import job, role
@@ -70,7 +72,7 @@ def test_a_summary_is_what_the_job_shows(catalogue: dict[str, Job], db: Database
 
 
 def test_the_counts_follow_the_spec_not_the_task_rows(db: Database) -> None:
-    """An elastic job may have more or fewer task rows than instances; the list shows what was asked for."""
+    """A rigid job's task rows are not read: the list shows what was asked for."""
     value = job("elastic", roles=(role("w", 3),))
     _insert(db, value)
     with db.session() as s:
@@ -131,6 +133,23 @@ def test_pages_and_the_total(catalogue: dict[str, Job], db: Database, keyword_pl
     assert [j.name for j in found] == expected and total == len(names)
 
 
+def test_an_elastic_role_counts_its_members_now_less_those_leaving(db: Database) -> None:
+    """Asked 3 (1 to 6), grown to 5, shrinking to 4: w[4] stops with the shrink's exit code and is not counted."""
+    value = job("stretchy", roles=(replace(role("w", 3), elastic=ElasticRange(1, 6)),
+                                        role("ps", 2, resources=Resources(0, 2, 1024))))
+    _insert(db, value)
+    run = TaskState.RUNNING
+    members = (*(Task("w", i, run) for i in range(4)), Task("w", 4, TaskState.STOPPING, exit_code=SHRUNK_EXIT),
+               *(t for t in value.tasks if t.role == "ps"))
+    with db.session() as s:
+        jobs.save_job(s, replace(value, tasks=members))
+        found, _ = list_summaries(s, JobFilters(limit=ALL))
+        stored = jobs.get_job(s, value.key)
+    assert [(j.task_count, j.total_gpu) for j in found] == [(6, 4)]  # 4 workers of 1 GPU, 2 ps of none
+    assert found == [JobSummary.of(stored)]  # the job in memory reads the same
+    assert SHRUNK_EXIT == PlatformExit.SHRUNK
+
+
 @pytest.mark.parametrize(
     ("bad", "message"),
     [
@@ -144,12 +163,15 @@ def test_bad_filters_name_the_field(bad: dict[str, Any], message: str) -> None:
         JobFilters(**{"limit": 1, **bad})
 
 
-def test_the_list_reads_no_task_rows_and_no_submitted_text(catalogue: dict[str, Job], db: Database) -> None:
+def test_the_list_reads_no_submitted_text_and_task_rows_only_of_elastic_roles(catalogue: dict[str, Job],
+                                                                            db: Database) -> None:
     with statements_of(db.engine) as statements, db.session() as s:
         list_summaries(s, JobFilters(limit=ALL, with_total=True))
     reads = [q for q in statements if q.lstrip().upper().startswith("SELECT")]
     assert len(reads) == 2  # the page and the count
-    assert not any(" tasks" in q or "config_text" in q for q in reads)
+    assert not any("config_text" in q for q in reads)
+    # task rows only in an elastic role's branch (its members now): a rigid job's are never counted
+    assert all(q.count("FROM tasks") <= q.count("CASE WHEN") for q in reads)
     shown = set(page_query(JobFilters(limit=1), db.dialect).selected_columns.keys())
     assert not shown & {"spec", "config_text", "waiting_reason", "exit_reason"}  # the spec's totals: in SQL
 
