@@ -1,9 +1,10 @@
 // One job: its status, task roles (per-task state, node, ports — a running task's opened through the master's
 // proxy —, exit code and spec), the waiting reason, a task's stdout and stderr followed live and the command lines
 // that reach into it, its attempts and history (preemptions included); stop and clone (#/submit?clone=KEY); a trial's
-// experiment.
+// experiment; an elastic role's size and range, and the job's resizes (elastic.js).
 import { ApiError, experimentPath, get, jobPath, put } from "./api.js";
 import { badge, experimentLink, fmtDuration, fmtTime, h, panel, show, table } from "./dom.js";
+import { leaving, resizesPanel, sizeNote, stateCell } from "./elastic.js";
 import { logPane } from "./logs.js";
 import { connectLines, portCell } from "./ports.js";
 import { waitingBox } from "./waiting.js";
@@ -28,11 +29,12 @@ export function mount(root, ctx) {
   const key = ctx.params[0];
   const title = h("h1", {}, key, " ");
   const actions = h("div.actions");
-  const info = h("div"), waiting = h("div"), roles = h("div"), attempts = h("div"), events = h("div");
+  const info = h("div"), waiting = h("div"), roles = h("div"), resizes = h("div"), attempts = h("div");
+  const events = h("div");
   const logs = logPane(key);
   // shown once the job has been read (a job that does not exist gets a sentence instead, and is not read again)
   const layout = [h("div.title-row", {}, title, actions), info, waiting,
-    panel("Task roles", roles), logs.panel, panel("Job attempts", attempts), panel("History", events)];
+    panel("Task roles", roles), resizes, logs.panel, panel("Job attempts", attempts), panel("History", events)];
   let detail = null, missing = false;
   const trial = trialOf(key);
 
@@ -58,7 +60,8 @@ export function mount(root, ctx) {
     show(info, panel(null, facts(d, exp)));
     show(waiting, st.waitingReason ? panel("Why it waits", waitingBox(st.waitingReason)) : null);
     show(roles, Object.entries(d.taskRoles).map(([role, r]) =>
-      roleTable(role, r.taskStatuses, logs.select, (t) => portCell(key, role, t, ctx.report))));
+      roleTable(role, r, logs.select, (t) => portCell(key, role, t, ctx.report))));
+    show(resizes, resizesPanel(d));
     logs.tasks(d, (role, index, labels) => connectLines(key, role, index, mayEnter(st), labels));
     show(attempts, attemptTable(tries));
     show(events, eventTable(d.events));
@@ -112,12 +115,14 @@ function gpus(t) {
   return held.length ? `${held.length} (${held.map((i) => `#${i}`).join(", ")})` : "0";
 }
 
-function roleTable(role, tasks, select, ports) {
+function roleTable(role, r, select, ports) {
+  const tasks = r.taskStatuses;
   const exit = (t) => (t.containerExitSpec ? `${t.containerExitSpec.phrase} (${t.containerExitSpec.type})` : "—");
-  return h("div.role", { "data-role": role }, h("h3", {}, role, h("span.muted", {}, ` ${tasks.length} instance${tasks.length > 1 ? "s" : ""}`)),
+  const count = h("span.muted", {}, ` ${tasks.length} instance${tasks.length > 1 ? "s" : ""}`);
+  return h("div.role", { "data-role": role }, h("h3", {}, role, count, sizeNote(r)),
     table([
       { title: "#", cell: (t) => String(t.taskIndex), class: "num" },
-      { title: "State", cell: (t) => badge(t.taskState || "—") },
+      { title: "State", cell: stateCell },
       { title: "Node", cell: (t) => t.containerNodeName || "—" },
       { title: "Address", cell: (t) => t.containerIp || "—" },
       { title: "Ports", cell: ports },
@@ -128,7 +133,7 @@ function roleTable(role, tasks, select, ports) {
       { title: "Diagnostics", cell: (t) => t.containerExitDiagnostics || "", class: "reason" },
       { title: "", cell: (t) => h("button", { type: "button", class: "small", disabled: !t.containerId,
         onclick: () => select(role, t.taskIndex) }, "Logs") },
-    ], tasks, { rowAttrs: (t) => ({ "data-task": `${role}-${t.taskIndex}` }) }));
+    ], tasks, { rowAttrs: (t) => ({ "data-task": `${role}-${t.taskIndex}`, class: leaving(t) && "leaving" }) }));
 }
 
 function attemptTable(tries) {
