@@ -76,7 +76,7 @@ def test_an_elastic_job_shows_its_size_and_range_and_grows_with_its_resizes(site
         expect(page.locator("tr[data-task^=worker-]")).to_have_count(3)
         rows = resizes.locator("tbody tr")
         expect(rows).to_have_count(1)
-        expect(rows.first).to_contain_text("grew to 3: 2 GPUs idle in VC `default`")
+        expect(rows.first).to_contain_text("grew to 3: 2 GPUs idle")
         expect(page.locator("span.ev-resized")).to_have_count(1)  # also in the history
         shot(page, "job-elastic-grown")
         latest = api.http.json("GET", f"/api/v2/jobs/{key}/job-attempts")[0]

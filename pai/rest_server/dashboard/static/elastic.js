@@ -24,7 +24,7 @@ export const stateCell = (t) => (leaving(t)
 export function resizesPanel(d) {
   if (!Object.values(d.taskRoles).some((r) => r.elastic)) return null;
   const resized = d.events.filter((e) => e.kind === "resized").reverse();
-  return panel("Resizes", h("div#resizes", {}, table([
+  return panel("Resizes", h("div", { id: "resizes" }, table([
     { title: "Time", cell: (e) => fmtTime(e.time) },
     { title: "Resize", cell: (e) => e.message, class: "reason" },
   ], resized, { empty: "No resize yet: the job runs at the size it started with." })));
