@@ -147,9 +147,11 @@ def test_clone_opens_the_page_filled_in_with_the_jobs_config(dash: Cluster, page
     expect(editor).to_have_value(re.compile(r"^name: original-clone-\w+$", re.M))
     expect(editor).to_have_value(re.compile(r"gpu: 8"))  # the job's own config
     expect(page.locator("#check")).to_have_attribute("data-state", "ok")
+    # 8 GPUs on a cluster of 4: accepted with a warning that says so, by the dry run and by the submission
+    expect(page.locator("#check .warnings")).to_contain_text("resourcePerInstance.gpu")
     shot(page, "submit-clone")
-    page.click("#submit")  # 8 GPUs on a cluster of 4: accepted with a warning that says so, shown before the job
-    expect(page.locator("#warnings")).to_contain_text("resourcePerInstance.gpu")
+    page.click("#submit")
+    expect(page.locator("#submitted .warnings")).to_contain_text("resourcePerInstance.gpu")
     page.click(".submitted h2 a")
     expect(page.locator("h1")).to_contain_text("alice~original-clone-")
     clone = page.locator("h1").inner_text().split()[0]

@@ -182,5 +182,5 @@ async function cloneOf(key) {
 
 function warningList(warnings) {
   if (!warnings || !warnings.length) return null;
-  return h("ul.warnings", { id: "warnings" }, warnings.map((w) => h("li.warn", {}, h("code", {}, w.field), ` ${w.message}`)));
+  return h("ul.warnings", {}, warnings.map((w) => h("li.warn", {}, h("code", {}, w.field), ` ${w.message}`)));
 }
