@@ -9,10 +9,13 @@ is left out of its role's host list (the task sees the peers placed when it star
 from __future__ import annotations
 
 from pai.domain.job import Job, Task
+from pai.domain.jobspec import RDZV_PORT_LABEL, TaskRoleSpec
 from pai.launcher.lifecycle import shrinking
 
 # A role may declare a port with this label for torch.distributed's store; otherwise rank 0's http port is used.
 TORCH_PORT_LABEL = "master"
+# How often torchrun restarts its workers (each change of the job's size is one restart) before it gives up.
+ELASTIC_MAX_RESTARTS = 100
 
 
 def _ports_csv(task: Task, label: str) -> str:
@@ -92,10 +95,32 @@ def task_env(job: Job, current: Task, *, trial_token: str = "") -> dict[str, str
             "NVIDIA_VISIBLE_DEVICES": ",".join(str(g) for g in current.gpus) if current.gpus else "none",
         }
     )
-    env.update(_torch_env(tasks, current))
+    role = spec.role(current.role)
+    if spec.is_elastic:  # torchrun sets MASTER_*, WORLD_SIZE and RANK for its workers, as the job's size stands
+        if role.elastic is not None and role.elastic.resizable:
+            env.update({k: v for k, v in _elastic_env(job, role).items() if k not in spec.job_envs})
+            env["PET_RDZV_CONF"] = spec.job_envs.get("PET_RDZV_CONF") or f"is_host={str(current.index == 0).lower()}"
+    else:
+        env.update(_torch_env(tasks, current))
     if trial_token:
         env["PAI_TRIAL_TOKEN"] = trial_token
     return env
+
+
+def _elastic_env(job: Job, role: TaskRoleSpec) -> dict[str, str]:
+    """torchrun's elastic launch (each ``--x-y`` option reads ``PET_X_Y``): the c10d rendezvous store on the role's
+    index 0 (always a member: it is below the minimum), at its ``rdzv`` port; a job's envs may set any of them."""
+    assert role.elastic is not None
+    first = next((t for t in job.tasks if t.role == role.name and t.index == 0), None)
+    port = _first_port(first, RDZV_PORT_LABEL) if first is not None else ""
+    return {
+        "PET_NNODES": f"{role.elastic.min_instances}:{role.elastic.max_instances}",
+        "PET_NPROC_PER_NODE": str(max(role.resources.gpu, 1)),
+        "PET_RDZV_BACKEND": "c10d",
+        "PET_RDZV_ENDPOINT": f"{first.address}:{port}" if first is not None and first.address else "",
+        "PET_RDZV_ID": f"{job.key}-{job.attempt_index}-{role.name}",
+        "PET_MAX_RESTARTS": str(ELASTIC_MAX_RESTARTS),
+    }
 
 
 def _torch_env(tasks: list[Task], current: Task) -> dict[str, str]:
