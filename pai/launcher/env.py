@@ -99,7 +99,7 @@ def task_env(job: Job, current: Task, *, trial_token: str = "") -> dict[str, str
     if spec.is_elastic:  # torchrun sets MASTER_*, WORLD_SIZE and RANK for its workers, as the job's size stands
         if role.elastic is not None and role.elastic.resizable:
             env.update({k: v for k, v in _elastic_env(job, role).items() if k not in spec.job_envs})
-            env["PET_RDZV_CONF"] = spec.job_envs.get("PET_RDZV_CONF") or f"is_host={str(current.index == 0).lower()}"
+            env["PET_RDZV_CONF"] = _rdzv_conf(spec.job_envs.get("PET_RDZV_CONF", ""), current.index == 0)
     else:
         env.update(_torch_env(tasks, current))
     if trial_token:
@@ -121,6 +121,14 @@ def _elastic_env(job: Job, role: TaskRoleSpec) -> dict[str, str]:
         "PET_RDZV_ID": f"{job.key}-{job.attempt_index}-{role.name}",
         "PET_MAX_RESTARTS": str(ELASTIC_MAX_RESTARTS),
     }
+
+
+def _rdzv_conf(theirs: str, host: bool) -> str:
+    """The job's ``PET_RDZV_CONF`` with ``is_host`` added: index 0 hosts the c10d store, never another (torch would
+    guess from the endpoint's address, and every task of a one-machine cluster would think it the host)."""
+    if any(kv.split("=", 1)[0].strip() == "is_host" for kv in theirs.split(",")):
+        return theirs
+    return ",".join(x for x in (theirs, f"is_host={str(host).lower()}") if x)
 
 
 def _torch_env(tasks: list[Task], current: Task) -> dict[str, str]:

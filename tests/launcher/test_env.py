@@ -125,10 +125,12 @@ def test_an_elastic_job_leaves_world_size_and_rank_to_torchrun() -> None:
 
 def test_a_jobs_envs_may_tune_torchrun() -> None:
     j = elastic_job()
-    j = replace(j, spec=replace(j.spec, job_envs={"PET_MAX_RESTARTS": "7", "PET_RDZV_CONF": "join_timeout=60"}))
+    j = replace(j, spec=replace(j.spec, job_envs={"PET_MAX_RESTARTS": "7", "PET_RDZV_CONF": "last_call_timeout=3"}))
     env = task_env(j, j.task("worker", 2))
     assert env["PET_MAX_RESTARTS"] == "7"
-    assert env["PET_RDZV_CONF"] == "join_timeout=60"
+    assert env["PET_RDZV_CONF"] == "last_call_timeout=3,is_host=false"  # who hosts the store is still ours
+    j = replace(j, spec=replace(j.spec, job_envs={"PET_RDZV_CONF": "is_host=1"}))
+    assert task_env(j, j.task("worker", 2))["PET_RDZV_CONF"] == "is_host=1"  # unless the job says
     assert env["PET_NNODES"] == "1:3"
 
 
