@@ -4,6 +4,9 @@ Built in one place from the job and the placements of all its tasks, so every ho
 before any task starts. A non-gang job (``gangAllocation: false``) starts tasks before its peers are placed: as
 OpenPAI's runtime does then, a peer without a node yet gets no ``PAI_HOST_IP_<role>_<i>`` nor port variables, and
 is left out of its role's host list (the task sees the peers placed when it starts).
+
+An elastic job (issue 31) gets torchrun's elastic launch instead of the fixed rendezvous (``PET_*`` for the tasks of a
+role that may resize, none of MASTER_*/WORLD_SIZE/RANK): torchrun sets those for its workers as the size stands.
 """
 
 from __future__ import annotations
