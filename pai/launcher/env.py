@@ -102,6 +102,8 @@ def task_env(job: Job, current: Task, *, trial_token: str = "") -> dict[str, str
     if spec.is_elastic:  # torchrun sets MASTER_*, WORLD_SIZE and RANK for its workers, as the job's size stands
         if role.elastic is not None and role.elastic.resizable:
             env.update({k: v for k, v in _elastic_env(job, role).items() if k not in spec.job_envs})
+            if "PET_LOCAL_ADDR" not in spec.job_envs:  # the round's rank 0 publishes it (else socket.getfqdn())
+                env["PET_LOCAL_ADDR"] = current.address or ""
             env["PET_RDZV_CONF"] = _rdzv_conf(spec.job_envs.get("PET_RDZV_CONF", ""), current.index == 0)
     else:
         env.update(_torch_env(tasks, current))
