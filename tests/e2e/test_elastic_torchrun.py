@@ -61,6 +61,10 @@ def current(c: Cluster, key: str) -> int:
     return int(c.job(key)["taskRoles"]["worker"]["elastic"]["current"])
 
 
+@pytest.mark.xfail(strict=False, reason=(
+    "issue 31, open: pai grows the job 1 -> 3 and every member's file lists 3, but torchrun's re-formed round does not "
+    "train at 3 within 150 s here (a worker's init_process_group timed out on the round's store at rank 0's "
+    "PET_LOCAL_ADDR; before PET_LOCAL_ADDR, rank 0 stalled publishing MASTER_ADDR)"))
 def test_torchrun_follows_the_job_as_it_grows_and_shrinks_and_its_counter_never_goes_back(
         three: Cluster, tmp_path: Path) -> None:
     c = three
