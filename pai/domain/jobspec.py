@@ -13,6 +13,8 @@ PRIORITY_CLASSES: dict[str, int] = {"prod": 100, "test": 10, "oppo": -1}
 DEFAULT_PRIORITY_CLASS = "test"
 # Every task gets these port labels besides its own.
 RESERVED_PORT_LABELS = ("http", "ssh")
+# An elastic role's tasks get this one too: torchrun's c10d rendezvous store, hosted by the role's index 0.
+RDZV_PORT_LABEL = "rdzv"
 # OpenPAI v0.14's v1 ``retryCount`` below zero (FrameworkLauncher's maxRetryCount): retry every failure that is
 # retried at all (unknown exits; transient ones are requeued anyway), without limit ...
 RETRY_UNLIMITED = -1
@@ -97,9 +99,12 @@ class TaskRoleSpec:
         return self.resources * self.instances
 
     def all_ports(self) -> tuple[PortSpec, ...]:
-        """The role's ports with ``http`` and ``ssh`` added when the spec does not name them."""
+        """The role's ports with ``http`` and ``ssh`` added when the spec does not name them, and ``rdzv`` for a role
+        that may resize."""
         own = {p.label for p in self.ports}
-        extra = tuple(PortSpec(label) for label in RESERVED_PORT_LABELS if label not in own)
+        labels = RESERVED_PORT_LABELS + ((RDZV_PORT_LABEL,) if self.elastic is not None and self.elastic.resizable
+                                         else ())
+        extra = tuple(PortSpec(label) for label in labels if label not in own)
         return extra + self.ports
 
 

@@ -4,15 +4,21 @@ Built in one place from the job and the placements of all its tasks, so every ho
 before any task starts. A non-gang job (``gangAllocation: false``) starts tasks before its peers are placed: as
 OpenPAI's runtime does then, a peer without a node yet gets no ``PAI_HOST_IP_<role>_<i>`` nor port variables, and
 is left out of its role's host list (the task sees the peers placed when it starts).
+
+An elastic job (issue 31) gets torchrun's elastic launch instead of the fixed rendezvous (``PET_*`` for the tasks of a
+role that may resize, none of MASTER_*/WORLD_SIZE/RANK): torchrun sets those for its workers as the size stands.
 """
 
 from __future__ import annotations
 
 from pai.domain.job import Job, Task
+from pai.domain.jobspec import RDZV_PORT_LABEL, TaskRoleSpec
 from pai.launcher.lifecycle import shrinking
 
 # A role may declare a port with this label for torch.distributed's store; otherwise rank 0's http port is used.
 TORCH_PORT_LABEL = "master"
+# How often torchrun restarts its workers (each change of the job's size is one restart) before it gives up.
+ELASTIC_MAX_RESTARTS = 100
 
 
 def _ports_csv(task: Task, label: str) -> str:
@@ -92,10 +98,42 @@ def task_env(job: Job, current: Task, *, trial_token: str = "") -> dict[str, str
             "NVIDIA_VISIBLE_DEVICES": ",".join(str(g) for g in current.gpus) if current.gpus else "none",
         }
     )
-    env.update(_torch_env(tasks, current))
+    role = spec.role(current.role)
+    if spec.is_elastic:  # torchrun sets MASTER_*, WORLD_SIZE and RANK for its workers, as the job's size stands
+        if role.elastic is not None and role.elastic.resizable:
+            env.update({k: v for k, v in _elastic_env(job, role).items() if k not in spec.job_envs})
+            if "PET_LOCAL_ADDR" not in spec.job_envs:  # the round's rank 0 publishes it (else socket.getfqdn())
+                env["PET_LOCAL_ADDR"] = current.address or ""
+            env["PET_RDZV_CONF"] = _rdzv_conf(spec.job_envs.get("PET_RDZV_CONF", ""), current.index == 0)
+    else:
+        env.update(_torch_env(tasks, current))
     if trial_token:
         env["PAI_TRIAL_TOKEN"] = trial_token
     return env
+
+
+def _elastic_env(job: Job, role: TaskRoleSpec) -> dict[str, str]:
+    """torchrun's elastic launch (each ``--x-y`` option reads ``PET_X_Y``): the c10d rendezvous store on the role's
+    index 0 (always a member: it is below the minimum), at its ``rdzv`` port; a job's envs may set any of them."""
+    assert role.elastic is not None
+    first = next((t for t in job.tasks if t.role == role.name and t.index == 0), None)
+    port = _first_port(first, RDZV_PORT_LABEL) if first is not None else ""
+    return {
+        "PET_NNODES": f"{role.elastic.min_instances}:{role.elastic.max_instances}",
+        "PET_NPROC_PER_NODE": str(max(role.resources.gpu, 1)),
+        "PET_RDZV_BACKEND": "c10d",
+        "PET_RDZV_ENDPOINT": f"{first.address}:{port}" if first is not None and first.address else "",
+        "PET_RDZV_ID": f"{job.key}-{job.attempt_index}-{role.name}",
+        "PET_MAX_RESTARTS": str(ELASTIC_MAX_RESTARTS),
+    }
+
+
+def _rdzv_conf(theirs: str, host: bool) -> str:
+    """The job's ``PET_RDZV_CONF`` with ``is_host`` added: index 0 hosts the c10d store, never another (torch would
+    guess from the endpoint's address, and every task of a one-machine cluster would think it the host)."""
+    if any(kv.split("=", 1)[0].strip() == "is_host" for kv in theirs.split(",")):
+        return theirs
+    return ",".join(x for x in (theirs, f"is_host={str(host).lower()}") if x)
 
 
 def _torch_env(tasks: list[Task], current: Task) -> dict[str, str]:

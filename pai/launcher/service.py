@@ -51,6 +51,7 @@ from pai.launcher.lifecycle import (
     on_event,
 )
 from pai.launcher.logs import LogLocation
+from pai.launcher.members import members_of
 from pai.launcher.metrics import LauncherMetrics
 from pai.launcher.reconcile import NodeJobs, pending_starts, reconcile
 from pai.launcher.scheduling import Scheduling
@@ -63,6 +64,7 @@ from pai.launcher.snapshot import (
 )
 from pai.launcher.usage import SAMPLE_SECONDS, NodeReport, UsageSampler, node_reports
 from pai.protocol.exitcodes import PlatformExit
+from pai.protocol.members import JobMembers
 from pai.protocol.messages import (
     AgentRequest,
     ContainerReport,
@@ -484,11 +486,15 @@ class Launcher:
         starts = [self._start_command(s, j, t) for j, t in pending_starts(node, on_nodes.jobs_on(node), reported)]
         commands: list[StartTask | StopTask] = [*plan.stops, *starts]
         states = {a: t.state for a, (_, t) in expected.items()}
-        return self._reply(tuple(commands)), quiet_attempts(reports, states, bool(plan.events or commands))
+        members = tuple(m for j in on_nodes.jobs_on(node) if (m := members_of(j)) is not None)
+        return (self._reply(tuple(commands), members),
+                quiet_attempts(reports, states, bool(plan.events or commands)))
 
-    def _reply(self, commands: tuple[StartTask | StopTask, ...] = ()) -> MasterReply:
+    def _reply(self, commands: tuple[StartTask | StopTask, ...] = (),
+               members: tuple[JobMembers, ...] = ()) -> MasterReply:
         c = self.config
-        return MasterReply(commands, c.heartbeat_seconds, c.node_timeout_seconds, c.fence_grace_seconds, self.epoch)
+        return MasterReply(commands, c.heartbeat_seconds, c.node_timeout_seconds, c.fence_grace_seconds, self.epoch,
+                           members)
 
     def _start_command(self, s: Session, job: Job, task: Task) -> StartTask:
         spec = sealing.unsealed(s, job.spec)  # its secrets, and what was rendered from them, in clear for the agent
@@ -517,6 +523,7 @@ class Launcher:
             secrets=spec.secrets,
             ssh=sshaccess.access_for(job, task, spec,
                                      sshaccess.extension_keys(store_users.extension_of(s, job.user))),
+            members=members_of(job),
         )
 
     def _local_roots(self, s: Session, job: Job) -> tuple[str, ...] | None:
@@ -702,6 +709,10 @@ class Launcher:
                 nodes = [t.node for t in (old_task, new_task) if t is not None and t.node]
                 self._touched.update(nodes)
                 self.heartbeats.forget(nodes)
+        if members_of(new) != members_of(job):  # every task of the job hears of its new membership now
+            nodes = [t.node for t in new.tasks if t.node]
+            self._touched.update(nodes)
+            self.heartbeats.forget(nodes)
         self._record(s, new, cmds, event.now)
         if new.state is not job.state:
             log.info("job state job=%s %s->%s", job.key, job.state.value, new.state.value)

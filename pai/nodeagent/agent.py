@@ -367,6 +367,8 @@ class Agent:
             job = command.job_key if isinstance(command, StartTask) else None
             self.log.info(f"command {type(command).__name__}", extra={"attempt": command.attempt_id, "job": job})
             self.supervisor.submit(command)
+        if reply.members:
+            self.supervisor.members(reply.members)
         await asyncio.sleep(0)  # let the commands begin before the next report is built
 
     def _reports(self) -> tuple[ContainerReport, ...]:

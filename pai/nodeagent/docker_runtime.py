@@ -35,7 +35,7 @@ import docker
 import docker.errors
 from docker.types import DeviceRequest, Mount
 
-from pai.nodeagent import attempt_record, jobsecrets, pull, sshlayout, triallib
+from pai.nodeagent import attempt_record, jobsecrets, members, pull, sshlayout, triallib
 from pai.nodeagent.attempt_record import AttemptRecord, exit_reason_of
 from pai.nodeagent.attempts import Attempt, AttemptBook, fields
 from pai.nodeagent.diskguard import DiskGuard
@@ -242,6 +242,11 @@ class DockerRuntime:
             secrets = jobsecrets.write(workdir, cmd.secrets)
             mounts.append(Mount(jobsecrets.CONTAINER_DIR, str(secrets), type="bind", read_only=True))
             env[jobsecrets.ENV] = jobsecrets.CONTAINER_DIR
+        if cmd.members is not None:  # its directory, so that the file the agent replaces is seen inside
+            elastic = members.directory(workdir)
+            elastic.mkdir(parents=True, exist_ok=True)
+            mounts.append(Mount(members.CONTAINER_DIR, str(elastic), type="bind", read_only=True))
+            env[members.ENV] = f"{members.CONTAINER_DIR}/{members.FILE}"
         ssh_dir = sshlayout.prepare(cmd, workdir, sshlayout.CONTAINER_DIR)  # the SSH endpoint's keys; jobssh's ~/.ssh
         if ssh_dir is not None:
             mounts.append(Mount(sshlayout.CONTAINER_DIR, str(ssh_dir), type="bind"))

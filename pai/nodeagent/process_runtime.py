@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pai.nodeagent import attempt_record, jobsecrets, process_exec, process_group, sshlayout, triallib
+from pai.nodeagent import attempt_record, jobsecrets, members, process_exec, process_group, sshlayout, triallib
 from pai.nodeagent.attempt_record import AttemptRecord, exit_code_of, exit_reason_of
 from pai.nodeagent.attempts import Attempt, AttemptBook, fields
 from pai.nodeagent.diskguard import DiskGuard
@@ -111,6 +111,8 @@ class ProcessRuntime:
             workdir.mkdir(parents=True, exist_ok=True)
             if cmd.secrets is not None:
                 env[jobsecrets.ENV] = str(jobsecrets.write(workdir, cmd.secrets))
+            if cmd.members is not None:  # written by the supervisor, kept up to date from the master's replies
+                env[members.ENV] = str(members.directory(workdir) / members.FILE)
             ssh_dir = sshlayout.prepare(cmd, workdir)  # the SSH endpoint's keys, the ~/.ssh layout of jobssh
             if ssh_dir is not None:
                 env[sshlayout.ENV] = str(ssh_dir)

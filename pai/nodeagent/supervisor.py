@@ -17,7 +17,7 @@ import contextlib
 import json
 import shutil
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +26,12 @@ from pai.nodeagent.codefetch import CodeFetcher
 from pai.nodeagent.codefetch_model import CodeFetchError
 from pai.nodeagent.diskguard import DiskGuard
 from pai.nodeagent.logfmt import BoundLogger
+from pai.nodeagent.members import MembersFiles
 from pai.nodeagent.paths import AgentPaths, is_attempt_id
 from pai.nodeagent.runtime import Runtime
 from pai.nodeagent.triallib import with_master_url
 from pai.protocol import ContainerReport, ContainerStatus, PlatformExit, ProtocolError, StartTask, StopTask
+from pai.protocol.members import JobMembers
 
 DEFAULT_RETENTION_SECONDS = 600.0
 
@@ -65,6 +67,7 @@ class Supervisor:
         self._stopped_early: dict[str, StopTask] = {}  # stops that came while the code was fetched
         self._failed: dict[str, ContainerReport] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._members = MembersFiles()
         self._load_failed()
 
     def known(self, attempt_id: str) -> bool:
@@ -95,6 +98,8 @@ class Supervisor:
         try:
             workdir = self._paths.attempt(cmd.attempt_id)
             workdir.mkdir(parents=True, exist_ok=True)
+            if cmd.members is not None:  # an elastic job's: the file is there when the task starts
+                self._members.first(workdir, cmd.attempt_id, cmd.members)
             if cmd.code_dir:
                 await self._fetch(cmd, workdir / "code")
             early = self._stopped_early.pop(cmd.attempt_id, None)
@@ -137,6 +142,18 @@ class Supervisor:
             for c in self._preparing.values()
         ]
         return [*self.runtime.reports(), *self._failed.values(), *preparing]
+
+    def members(self, jobs: Iterable[JobMembers]) -> None:
+        """Keep the members file of every live attempt of these elastic jobs up to date (pai.nodeagent.members)."""
+        by_key = {m.job_key: m for m in jobs}
+        live = [r for r in self.reports() if r.status is ContainerStatus.RUNNING and r.attempt_id not in self._failed]
+        for r in live:
+            if (m := by_key.get(r.job_key)) is not None and is_attempt_id(r.attempt_id):
+                try:
+                    self._members.update(self._paths.attempt(r.attempt_id), r.attempt_id, m)
+                except OSError as e:  # a full disk: the next reply that carries it tries again
+                    self._log.warning("members file not written", extra={"attempt": r.attempt_id, "error": str(e)})
+        self._members.forget({r.attempt_id for r in live})
 
     def expire(self, now: float) -> list[str]:
         """Forget the attempts that exited ``retention_seconds`` ago or earlier; their ids."""

@@ -8,6 +8,7 @@ from typing import Any
 
 from pai.domain.resources import Resources
 from pai.domain.timing import GRACE_SECONDS
+from pai.protocol.members import JobMembers
 from pai.protocol.ssh import SshAccess
 
 # How the protocol grows: a field is added with a default, which is what a peer that predates it means (an older
@@ -280,6 +281,8 @@ class StartTask:
     # SSH into the task through the agent's endpoint on its ``ssh`` port (pai.protocol.ssh); None: no endpoint (a
     # master that predates it).
     ssh: SshAccess | None = None
+    # An elastic job's membership when the task starts (pai.protocol.members); None: the job is not elastic.
+    members: JobMembers | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -303,6 +306,7 @@ class StartTask:
             "registryAuth": None if self.registry_auth is None else self.registry_auth.to_dict(),
             "secrets": self.secrets,
             "ssh": None if self.ssh is None else self.ssh.to_dict(),
+            "members": None if self.members is None else self.members.to_dict(),
         }
 
     @classmethod
@@ -328,6 +332,7 @@ class StartTask:
                 registry_auth=RegistryCredentials.from_dict(d["registryAuth"]) if d.get("registryAuth") else None,
                 secrets=_mapping_or_none(d.get("secrets"), "secrets"),
                 ssh=SshAccess.from_dict(d["ssh"]) if d.get("ssh") else None,
+                members=JobMembers.from_dict(d["members"]) if d.get("members") else None,
             )
         except (KeyError, ValueError, TypeError, AttributeError) as e:
             raise ProtocolError(f"bad start command: {e}") from e
@@ -382,6 +387,9 @@ class MasterReply:
     # The launcher's epoch: an agent refuses the reply's commands when it has seen a higher one (a deposed
     # leader's). 0: a launcher that holds no lease (unfenced), accepted while the agent has seen nothing higher.
     epoch: int = 0
+    # The membership of each elastic job with a task on the node (pai.protocol.members); a reply from memory (a
+    # quiet heartbeat's) carries none: nothing changed.
+    members: tuple[JobMembers, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -391,6 +399,7 @@ class MasterReply:
             "nodeTimeoutSeconds": self.node_timeout_seconds,
             "fenceGraceSeconds": self.fence_grace_seconds,
             "epoch": self.epoch,
+            "members": [m.to_dict() for m in self.members],
         }
 
     @classmethod
@@ -405,8 +414,12 @@ class MasterReply:
                 cmds.append(StopTask.from_dict(c))
             else:
                 raise ProtocolError(f"unknown command type {kind!r}")
+        try:
+            members = tuple(JobMembers.from_dict(m) for m in d.get("members") or ())
+        except (KeyError, ValueError, TypeError, AttributeError) as e:
+            raise ProtocolError(f"bad members: {e}") from e
         return cls(tuple(cmds), float(d.get("heartbeatSeconds", 1.0)), float(d.get("nodeTimeoutSeconds", 30.0)),
-                   float(d.get("fenceGraceSeconds", 5.0)), _epoch(d))
+                   float(d.get("fenceGraceSeconds", 5.0)), _epoch(d), members)
 
 
 @dataclass(frozen=True, slots=True)

@@ -134,3 +134,33 @@ def test_a_borrowing_elastic_job_shrinks_when_a_vc_reclaims_its_guarantee(db: Da
         job = jobs.get_job(s, "alice~e")
     assert (job.state, [t.index for t in job.tasks], job.retries) == (JobState.RUNNING, [0, 1], 0)
     assert _events(db, "alice~e") == [("resized", "shrank to 2: VC `prod` reclaims 2 GPUs")]
+
+
+def test_every_member_hears_of_a_resize_and_a_new_member_starts_with_torchruns_rendezvous(db: Database) -> None:
+    clock = Clock(1000.0)
+    launcher = Launcher(db, LauncherConfig(), clock=clock)
+    launcher.register(RegisterRequest(NodeInfo("n1", "127.0.0.5", Resources(1, 16, 65536))))
+    launcher.submit(user("alice"), _spec("e", 1, elastic=ElasticRange(1, 2)), "{}")
+    launcher.schedule_pass()
+    (first,), _ = _beat(launcher)
+    assert first.env["PET_NNODES"] == "1:2" and first.env["PET_RDZV_CONF"] == "is_host=true"
+    rdzv = first.ports["rdzv"][0]
+    assert first.env["PET_RDZV_ENDPOINT"] == f"127.0.0.5:{rdzv}"
+    assert first.members is not None and [m.index for m in first.members.roles["w"]] == [0]
+    _beat(launcher, (_running(first),))
+    _beat(launcher, (_running(first),))  # needed nothing: its node's quiet view is learnt
+    assert launcher.heartbeat(HeartbeatRequest("n1", (_running(first),))).members == ()  # quiet: nothing new
+
+    # a second node joins: the next full pass grows the job onto it
+    clock.now = 1100.0
+    launcher.register(RegisterRequest(NodeInfo("n2", "127.0.0.6", Resources(1, 16, 65536))))
+    launcher.take_touched()
+    (grow,) = launcher.schedule_pass(full=True).resizes
+    assert grow.size_to == 2
+    assert launcher.take_touched() == {"n1", "n2"}  # n1's task is not changed, but its membership is: poked too
+    (second,) = [c for c in launcher.heartbeat(HeartbeatRequest("n2")).commands if isinstance(c, StartTask)]
+    assert second.env["PET_RDZV_ENDPOINT"] == f"127.0.0.5:{rdzv}" and second.env["PET_RDZV_CONF"] == "is_host=false"
+    assert "WORLD_SIZE" not in second.env
+    reply = launcher.heartbeat(HeartbeatRequest("n1", (_running(first),)))
+    (members,) = reply.members
+    assert [(m.index, m.host) for m in members.roles["w"]] == [(0, "127.0.0.5"), (1, "127.0.0.6")]

@@ -87,3 +87,58 @@ def test_an_elastic_roles_count_and_host_list_are_its_members_now() -> None:
     assert env["PAI_TASK_ROLE_TASK_COUNT_worker"] == "3"  # 0, 2 and 3 (1 is leaving; 2 asked first)
     assert env["PAI_TASK_ROLE_worker_HOST_LIST"] == "10.0.0.2:20010,10.0.0.9:20090,10.0.0.8:20080"
     assert env["PAI_TASK_ROLE_TASK_COUNT_ps"] == "1"
+
+
+def elastic_job() -> Job:
+    """worker: 1 to 3, ps fixed; worker 0 on 10.0.0.2 with its rdzv port 20015, worker 1 leaving, worker 2 grown."""
+    j = placed()
+    worker = replace(j.spec.role("worker"), elastic=ElasticRange(1, 3))
+    spec = replace(j.spec, task_roles=(j.spec.role("ps"), worker))
+    first = replace(j.task("worker", 0), ports={**j.task("worker", 0).ports, "rdzv": (20015,)})
+    leaving = replace(j.task("worker", 1), state=TaskState.STOPPING, exit_code=int(PlatformExit.SHRUNK))
+    grown = replace(j.task("worker", 1), index=2, address="10.0.0.9", ports={"http": (20090,), "rdzv": (20095,)},
+                    attempt_id="att9")
+    return replace(j, spec=spec, tasks=(j.task("ps", 0), first, leaving, grown))
+
+
+def test_an_elastic_role_gets_torchruns_elastic_launch() -> None:
+    j = elastic_job()
+    first, grown = task_env(j, j.task("worker", 0)), task_env(j, j.task("worker", 2))
+    for env in (first, grown):  # the same for every member, whenever it joined
+        assert env["PET_NNODES"] == "1:3"
+        assert env["PET_NPROC_PER_NODE"] == "2"  # one worker per GPU
+        assert env["PET_RDZV_BACKEND"] == "c10d"
+        assert env["PET_RDZV_ENDPOINT"] == "10.0.0.2:20015"  # index 0's rdzv port, never another's
+        assert env["PET_RDZV_ID"] == "alice~dist-0-worker"
+        assert env["PET_MAX_RESTARTS"] == "100"
+    assert (first["PET_LOCAL_ADDR"], grown["PET_LOCAL_ADDR"]) == ("10.0.0.2", "10.0.0.9")  # its own node's
+    assert first["PET_RDZV_CONF"] == "is_host=true"
+    assert grown["PET_RDZV_CONF"] == "is_host=false"
+
+
+def test_an_elastic_job_leaves_world_size_and_rank_to_torchrun() -> None:
+    j = elastic_job()
+    for t in (j.task("worker", 0), j.task("worker", 2), j.task("ps", 0)):
+        env = task_env(j, t)
+        assert not {"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK"} & env.keys()
+    assert "PET_NNODES" not in task_env(j, j.task("ps", 0))  # a role that never resizes: not torchrun's elastic
+
+
+def test_a_jobs_envs_may_tune_torchrun() -> None:
+    j = elastic_job()
+    j = replace(j, spec=replace(j.spec, job_envs={"PET_MAX_RESTARTS": "7", "PET_RDZV_CONF": "last_call_timeout=3"}))
+    env = task_env(j, j.task("worker", 2))
+    assert env["PET_MAX_RESTARTS"] == "7"
+    assert env["PET_RDZV_CONF"] == "last_call_timeout=3,is_host=false"  # who hosts the store is still ours
+    j = replace(j, spec=replace(j.spec, job_envs={"PET_RDZV_CONF": "is_host=1"}))
+    assert task_env(j, j.task("worker", 2))["PET_RDZV_CONF"] == "is_host=1"  # unless the job says
+    assert env["PET_NNODES"] == "1:3"
+
+
+def test_a_range_of_one_size_is_not_elastic() -> None:
+    j = placed()
+    worker = replace(j.spec.role("worker"), elastic=ElasticRange(2, 2))
+    j = replace(j, spec=replace(j.spec, task_roles=(j.spec.role("ps"), worker)))
+    env = task_env(j, j.task("worker", 1))
+    assert "PET_NNODES" not in env
+    assert env["WORLD_SIZE"] == "3"

@@ -7,6 +7,7 @@ from typing import Any, TypeVar
 from pai.domain.resources import Resources
 from pai.nodeagent.runtime import Runtime
 from pai.protocol import ContainerReport, ContainerStatus, PlatformExit, StartTask, StopTask
+from pai.protocol.members import JobMembers
 from tests.eventually import eventually
 
 T = TypeVar("T")
@@ -25,6 +26,7 @@ def start_task(
     role: str = "worker",
     index: int = 0,
     secrets: dict[str, Any] | None = None,
+    members: JobMembers | None = None,
 ) -> StartTask:
     return StartTask(
         attempt_id=attempt_id,
@@ -40,6 +42,7 @@ def start_task(
         local_roots=local_roots,
         protected_paths=protected_paths,
         secrets=secrets,
+        members=members,
     )
 
 

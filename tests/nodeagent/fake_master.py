@@ -19,6 +19,7 @@ from pai.protocol import (
     StartTask,
     StopTask,
 )
+from pai.protocol.members import JobMembers
 
 
 @dataclass
@@ -28,6 +29,7 @@ class FakeMaster:
     fence_grace_seconds: float = 5.0
     refuse_heartbeats: int = 0  # answer this many heartbeats 404 NoNodeError, as a restarted master would
     epoch: int = 0  # the launcher's, on every reply and poke (0: unfenced)
+    members: tuple[JobMembers, ...] = ()  # elastic jobs' membership, on every reply
     standby: bool = False  # answer every agent endpoint 503 NotLeaderError naming ``leader``
     leader: str | None = None
     refused: int = 0  # requests answered NotLeaderError (channels included)
@@ -86,7 +88,7 @@ class FakeMaster:
     def _reply(self) -> web.Response:
         commands = self._queued.popleft() if self._queued else ()
         reply = MasterReply(commands, self.heartbeat_seconds, self.node_timeout_seconds, self.fence_grace_seconds,
-                            self.epoch)
+                            self.epoch, self.members)
         return web.json_response(reply.to_dict())
 
     async def _register(self, request: web.Request) -> web.Response:

@@ -4,6 +4,7 @@ test_docker_pull.py."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
@@ -12,9 +13,11 @@ import docker
 import pytest
 
 from pai.domain.resources import Resources
+from pai.nodeagent import members
 from pai.nodeagent.docker_runtime import DockerRuntime
 from pai.nodeagent.runtime import TaskUsage
 from pai.protocol import ContainerReport, ContainerStatus, PlatformExit, RegistryCredentials, StartTask, VolumeMount
+from pai.protocol.members import JobMembers, Member
 from tests.dockerkit import IMAGE, containers_labelled
 from tests.eventually import eventually
 from tests.nodeagent.builders import report_of, start_task, stop_task
@@ -159,6 +162,23 @@ async def test_secrets_are_files_at_openpais_path_read_only(runtime: DockerRunti
     assert (await ended(runtime, "d15")).exit_code == 0
     assert out(tmp_path, "d15") == "dir=/usr/local/pai/secrets\ns3cr3t\ntoken: s3cr3t\nn: 3\nread-only\n"
     assert not (tmp_path / "d15" / "secrets").exists()  # gone from the node once the attempt ended
+
+
+async def test_an_elastic_jobs_members_file_is_read_only_inside_and_seen_when_replaced(
+        runtime: DockerRuntime, tmp_path: Path) -> None:
+    one = JobMembers("alice~job", {"w": (Member(0, "10.0.0.1"),)})
+    two = JobMembers("alice~job", {"w": (Member(0, "10.0.0.1"), Member(1, "10.0.0.2"))})
+    members.write(tmp_path / "d16", one)  # the supervisor writes it before the start
+    await runtime.start(task("d16", 'f="$PAI_ELASTIC_MEMBERS_FILE"; echo "$f"; cat "$f"; echo; '
+                                    "until grep -q '\"index\":1' \"$f\"; do sleep 0.1; done; "
+                                    'touch /usr/local/pai/elastic/x 2>/dev/null || echo read-only',
+                             members=one), tmp_path / "d16")
+    await eventually(lambda: "10.0.0.1" in out(tmp_path, "d16"), what="the first members read")
+    members.write(tmp_path / "d16", two)  # a reply's: replaced by a rename, seen through the bound directory
+    assert (await ended(runtime, "d16")).exit_code == 0
+    lines = out(tmp_path, "d16").splitlines()
+    assert lines[0] == "/usr/local/pai/elastic/members.json"
+    assert json.loads(lines[1]) == one.document() and lines[-1] == "read-only"
 
 
 async def test_a_storage_missing_on_the_node_fails_the_attempt_saying_which(
