@@ -125,6 +125,10 @@ def _elastic_env(job: Job, role: TaskRoleSpec) -> dict[str, str]:
         "PET_RDZV_ENDPOINT": f"{first.address}:{port}" if first is not None and first.address else "",
         "PET_RDZV_ID": f"{job.key}-{job.attempt_index}-{role.name}",
         "PET_MAX_RESTARTS": str(ELASTIC_MAX_RESTARTS),
+        # torch shares the rendezvous store with the workers and keeps the first round's rank 0 as their store for
+        # good; ranks follow the nodes' addresses, so after a resize rank 0 can move and the nodes disagree on it
+        # (their workers' init_process_group times out): each round's rank 0 then serves its own round
+        "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1",
     }
 
 

@@ -111,6 +111,7 @@ def test_an_elastic_role_gets_torchruns_elastic_launch() -> None:
         assert env["PET_RDZV_ENDPOINT"] == "10.0.0.2:20015"  # index 0's rdzv port, never another's
         assert env["PET_RDZV_ID"] == "alice~dist-0-worker"
         assert env["PET_MAX_RESTARTS"] == "100"
+        assert env["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] == "1"  # each round's rank 0 serves its round's store
     assert (first["PET_LOCAL_ADDR"], grown["PET_LOCAL_ADDR"]) == ("10.0.0.2", "10.0.0.9")  # its own node's
     assert first["PET_RDZV_CONF"] == "is_host=true"
     assert grown["PET_RDZV_CONF"] == "is_host=false"
