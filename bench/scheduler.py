@@ -292,9 +292,9 @@ def elastic_table(share: float, repeat: int, events: int) -> None:
     elastic = decision_latencies(reclaim(share))
     pair(f"reclaim pass ({rigid[3]} / {elastic[3]} preempted whole, {elastic[4]} shrinks of {elastic[5]} tasks)",
          rigid[:2], elastic[:2])
-    print(f"  {f'decision p99 / median ({len(rigid[2])} / {len(elastic[2])} decisions)':<54} "
-          f"{p99(rigid[2]) * 1000:>12.1f} ms {statistics.median(rigid[2] or [0]) * 1000:>12.1f} ms   "
-          f"{p99(elastic[2]) * 1000:>12.1f} ms {statistics.median(elastic[2] or [0]) * 1000:>12.1f} ms")
+    print(f"  {f'decision, wall: median / p99 ({len(rigid[2])} / {len(elastic[2])} decisions)':<54} "
+          f"{statistics.median(rigid[2] or [0]) * 1000:>6.2f} /{p99(rigid[2]) * 1000:>6.1f} ms {'':>15}   "
+          f"{statistics.median(elastic[2] or [0]) * 1000:>6.2f} /{p99(elastic[2]) * 1000:>6.1f} ms")
 
 
 def p99(xs: list[float]) -> float:
