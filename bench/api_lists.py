@@ -75,8 +75,8 @@ from bench.master import (
     started_rss_mb,
     wait_healthy,
 )
-from pai.domain.job import Job, initial_tasks
-from pai.domain.jobspec import JobSpec, TaskRoleSpec
+from pai.domain.job import Job, Task, initial_tasks
+from pai.domain.jobspec import ElasticRange, JobSpec, TaskRoleSpec
 from pai.domain.resources import Resources
 from pai.domain.states import JobState, TaskState
 from pai.store import jobs as store_jobs
@@ -97,24 +97,29 @@ BATCH = 2_000
 T0 = 1_700_000_000.0
 
 
-def finished_job(i: int, rng: random.Random) -> tuple[Job, str]:
+def finished_job(i: int, rng: random.Random, elastic: bool = False) -> tuple[Job, str]:
+    """A finished 1-task job; ``elastic``: its role asks 2 instances, stretches 1..4 and ran at 3 (a task row more
+    than it asked: the list counts its task rows, pai.store.summaries)."""
     user, vc, word = rng.choice(USERS), rng.choice(VCS), rng.choice(WORDS)
     name = f"{word}-{i:06d}"
-    role = TaskRoleSpec("worker", 1, "python train.py --epochs 10 --lr 0.001", Resources(1, 4, 8192),
-                        image="pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime")
+    role = TaskRoleSpec("worker", 2 if elastic else 1, "python train.py --epochs 10 --lr 0.001",
+                        Resources(1, 4, 8192), image="pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime",
+                        elastic=ElasticRange(1, 4) if elastic else None)
     spec = JobSpec(name=name, task_roles=(role,), virtual_cluster=vc, image=role.image)
     state, task_state, code = ENDINGS[i % 3] if i % 10 else ENDINGS[0]
     submitted = T0 + i * 30.0
+    grown = (Task(role="worker", index=2),) if elastic else ()
     tasks = tuple(replace(t, state=task_state, node=f"node-{i % 500:03d}", address="10.0.0.1", attempt_id=f"a-{i}",
                           exit_code=code, started_at=submitted + 5, finished_at=submitted + 600)
-                  for t in initial_tasks(spec))
+                  for t in initial_tasks(spec) + grown)
     job = Job(id=f"{i:032x}", user=user, spec=spec, state=state, submitted_at=submitted, started_at=submitted + 5,
               completed_at=submitted + 600, exit_code=code, tasks=tasks)
     text = (f"protocolVersion: 2\nname: {name}\ntype: job\ndefaults: {{virtualCluster: {vc}}}\n"
             f"prerequisites:\n  - {{type: dockerimage, name: img, uri: '{role.image}'}}\n"
-            "taskRoles:\n  worker:\n    instances: 1\n    dockerImage: img\n"
+            f"taskRoles:\n  worker:\n    instances: {role.instances}\n    dockerImage: img\n"
             "    resourcePerInstance: {gpu: 1, cpu: 4, memoryMB: 8192}\n"
-            f"    commands: ['{role.command}']\n")
+            f"    commands: ['{role.command}']\n"
+            + ("extras: {elastic: {worker: {minInstances: 1, maxInstances: 4}}}\n" if elastic else ""))
     return job, text
 
 
@@ -124,15 +129,17 @@ def job_rows(job: Job, text: str) -> tuple[dict[str, Any], list[dict[str, Any]]]
     return store_jobs.rows_of(job, text)
 
 
-def store(url: str, n: int) -> tuple[float, list[str]]:
-    """Insert ``n`` finished jobs in batches; returns the seconds it took and a sample of job keys."""
+def store(url: str, n: int, elastic_share: float = 0.0) -> tuple[float, list[str]]:
+    """Insert ``n`` finished jobs in batches (``elastic_share`` of them elastic, ``finished_job``); returns the
+    seconds it took and a sample of job keys."""
     rng = random.Random(10)
+    erng = random.Random(11)  # its own draws: the jobs are the same whatever the share
     db = Database(url)
     db.migrate()
     started = time.perf_counter()
     keys: list[str] = []
     for first in range(0, n, BATCH):
-        batch = [finished_job(i, rng) for i in range(first, min(n, first + BATCH))]
+        batch = [finished_job(i, rng, erng.random() < elastic_share) for i in range(first, min(n, first + BATCH))]
         rows = [job_rows(job, text) for job, text in batch]
         with db.session() as s:
             s.execute(insert(JobRow), [job for job, _ in rows])

@@ -22,6 +22,7 @@ The rules:
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -123,11 +124,20 @@ def grow(r: Round, decision: Decision, shrunk: set[str] | frozenset[str] = froze
     own = {pending[k].vc for k, w in decision.waiting.items() if w.code in _OWN_VC}
     everyone = [g for g in growers if g.job.vc in r.vcs and g.job.vc not in own
                 and (blocked_at is None or g.job.priority > blocked_at)]
-    growing = list(everyone)
-    while growing:
-        best = min(growing, key=lambda g: _rank(r, g))
-        if not _add_one(r, best):
-            growing.remove(best)
+    # The job of the lowest rank grows by one task, again and again. A job's rank only worsens as its VC's usage
+    # grows (past its guarantee, then its share), so an entry pushed before its VC last grew is a lower bound:
+    # ranked again when it comes up, and the heap's top is the lowest rank of all (not one min() over every job
+    # per task: minutes for thousands of jobs growing).
+    version = {g.job.vc: 0 for g in everyone}
+    heap = [(_rank(r, g), 0, n, g) for n, g in enumerate(everyone)]
+    heapq.heapify(heap)
+    while heap:
+        _, seen, n, g = heapq.heappop(heap)
+        if seen != version[g.job.vc]:
+            heapq.heappush(heap, (_rank(r, g), version[g.job.vc], n, g))
+        elif _add_one(r, g):
+            version[g.job.vc] += 1
+            heapq.heappush(heap, (_rank(r, g), version[g.job.vc], n, g))
     resizes = [_resize(r, g, role, added) for g in everyone for role, added in g.added.items()]
     return replace(decision, resizes=decision.resizes + tuple(resizes)) if resizes else decision
 

@@ -57,26 +57,50 @@ def split(job: RunningJob, exclusive: bool) -> list[RunningJob]:
     return [replace(job, tasks=tuple(core), preemptible=False, whole_nodes=exclusive), *pieces]
 
 
+def _parts(r: RunningJob, exclusive: bool) -> list[RunningJob]:
+    """The job as the shrink search sees it: split when elastic; else as it is when leaving (its capacity may be
+    used), and not a victim otherwise."""
+    if r.elastic and r.preemptible and not r.preempting:
+        return split(r, exclusive)
+    return [replace(r, preemptible=r.preempting and r.preemptible, whole_nodes=exclusive)]
+
+
+def _index(state: State, pool: NodePool) -> VictimIndex:
+    """The shrink search's victim index of the running jobs' parts. An IncrementalScheduler's State lives on, and so
+    does this index: each pass changes only the parts of jobs that changed (new objects), since splitting and
+    indexing every running job cost an incremental pass some 100 ms on 10,000 jobs (docs/scheduling.md)."""
+    parts, index, jobs = state.shrink_parts, state.shrink_index, state.index.jobs
+    if index is None:
+        for r in jobs.values():
+            parts[r.key] = (r, _parts(r, state.exclusive(r)))
+        index = state.shrink_index = VictimIndex((p for _, ps in parts.values() for p in ps), pool.index,
+                                                 lambda j: j.whole_nodes)  # whole_nodes: as the State sees it
+        return index
+    for key, (old, ps) in list(parts.items()):
+        if jobs.get(key) is not old:
+            for p in ps:
+                index.remove(p.key)
+            del parts[key]
+    for r in jobs.values():
+        if r.key not in parts:
+            parts[r.key] = (r, _parts(r, state.exclusive(r)))
+            for p in parts[r.key][1]:
+                index.add(p)
+    return index
+
+
 class Shrinker(Planner):
     """The victim search over pieces of elastic jobs; it shares ``claimed`` with the pass's Planner, so a job
     taken whole is not shrunk and a job shrunk is not taken whole in the same pass."""
 
     def __init__(self, state: State, pool: NodePool, vcs: dict[str, VcLedger], main: Planner, *, now: float,
                  fair: FairShare | None) -> None:
-        jobs: list[RunningJob] = []
-        self.any = False
-        for r in state.index.jobs.values():
-            if r.elastic and r.preemptible and not r.preempting:
-                parts = split(r, state.exclusive(r))
-                self.any = self.any or len(parts) > 1
-                jobs.extend(parts)
-            else:  # as it is when leaving (its capacity may be used), else not a victim here
-                jobs.append(replace(r, preemptible=r.preempting and r.preemptible, whole_nodes=state.exclusive(r)))
-        index = VictimIndex(jobs, pool.index, lambda j: j.whole_nodes)  # whole_nodes: as the State sees it
-        super().__init__(pool, vcs, index, now=now, min_run_seconds=main.min_run_seconds, fair=fair)
+        super().__init__(pool, vcs, _index(state, pool), now=now, min_run_seconds=main.min_run_seconds, fair=fair)
+        self.any = any(len(parts) > 1 for _, parts in state.shrink_parts.values())
         self.claimed = main.claimed
         self.shrunk: set[str] = set()  # jobs shrunk in the pass (also in ``claimed``: not to be taken whole)
-        self.sizes = {r.key: role_sizes(r) for r in state.index.jobs.values() if r.elastic}
+        self.running = state.index.jobs
+        self.sizes: dict[str, dict[str, int]] = {}  # jobs shrunk in the pass: their sizes by role, counted down
 
     def rule(self, victim: RunningJob, s: Search, local: dict[str, Resources] | None = None) -> str | None:
         if is_piece(victim.key) and parent(victim.key) in self.claimed and parent(victim.key) not in self.shrunk:
@@ -85,7 +109,8 @@ class Shrinker(Planner):
 
     def plan(self, job: PendingJob, gang: Gang, vc: VcLedger, pending: set[str]) -> Plan | None:
         """A plan whose new victims are all pieces (and at least one); None otherwise."""
-        if not self.any or job.key in self.sizes:
+        running = self.running.get(job.key)  # a non-gang elastic job partly placed: not shrunk for itself
+        if not self.any or (running is not None and running.elastic):
             return None
         found = super().plan(job, gang, vc, pending)
         if found is None or not found.new_victims or not all(is_piece(v.job.key) for v in found.new_victims):
@@ -103,7 +128,7 @@ class Shrinker(Planner):
         out = []
         for (key, role), pieces in by.items():
             rule = next(v.rule for v in plan.new_victims if v.job in pieces)
-            sizes = self.sizes[key]
+            sizes = self.sizes.get(key) or self.sizes.setdefault(key, role_sizes(self.running[key]))
             before = sizes[role]
             sizes[role] = after = before - len(pieces)
             removed = tuple(sorted((p.tasks[0][0].index for p in pieces), reverse=True))

@@ -62,9 +62,9 @@ class Round:
         self.admitted: list[tuple[PendingJob, list[Taken]]] = []
         self.preemptions: list[Preemption] = []
         # elastic: shrink running elastic jobs before preempting whole ones (pai.vc.elastic_shrink)
+        # (built at the pass's first victim search: a pass that searches for none never pays for it)
         self.shrinker: Shrinker | None = None
-        if elastic and any(r.elastic for r in state.index.jobs.values()):
-            self.shrinker = Shrinker(state, self.pool, self.vcs, self.planner, now=now, fair=self.fair)
+        self._shrinks = elastic and any(r.elastic for r in state.index.jobs.values())
         self.resizes: list[Resize] = []
         self.planned: dict[str, Admission] = {}
         self.planned_jobs: list[tuple[PendingJob, Resources]] = []  # with what each holds (a gang, or one task)
@@ -261,6 +261,8 @@ class Round:
             if memo in self.no_plan_kept:
                 return self.no_plan_kept[memo]
         # first a plan that only shrinks elastic jobs (pai.vc.elastic_shrink), then whole jobs as before
+        if self._shrinks and self.shrinker is None:
+            self.shrinker = Shrinker(self.state, self.pool, self.vcs, self.planner, now=self.now, fair=self.fair)
         plan = None if self.shrinker is None else self.shrinker.plan(job, gang, vc, self.pending_keys)
         if plan is not None and self.state.lending is not None and refuse_plan(self, job, gang, vc, plan) is not None:
             plan = None  # the per-node lending limit does not count a task's borrowed work: the usual search decides

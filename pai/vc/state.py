@@ -47,6 +47,10 @@ class State:
         self._shapes: dict[tuple[tuple[TaskRequest, ...], bool], Gang] = {}
         self._empty: NodePool | None = None
         self._never: dict[object, WaitingReason | None] = {}
+        # the shrink search's view of each running job, by key: (the job, its parts), and its victim index over
+        # the parts (built on the first pass with elastic jobs, then kept up to date: pai.vc.elastic_shrink)
+        self.shrink_parts: dict[str, tuple[RunningJob, list[RunningJob]]] = {}
+        self.shrink_index: VictimIndex | None = None
 
     def gang(self, job: PendingJob) -> Gang:
         # an elastic job is seen at its asked size and at its minimum under one key: by its tasks only
