@@ -5,7 +5,8 @@ milliseconds to a few hundred for an experiment of 100 trials. On a thread of th
 the event loop and the writer thread in the very second that ASHA stops and replaces 70-80 trials, and its garbage
 (an in-memory study's objects) went through the master's collector. Here it runs in one worker process: the
 master's threads only pickle its arguments (the experiment and its trials, with their reports at the rungs) and
-the ``SearchDecision`` back.
+the ``SearchDecision`` back. The worker runs niced: where it shares a core with the master (one core, or a busy
+machine), the reports' threads come first, which no thread under one GIL could be given.
 
 The worker is forked from multiprocessing's fork server, which imports the searcher (Optuna) once: nothing is
 started before the first decision (a master with no experiment pays nothing), and a test process that builds many
@@ -36,10 +37,13 @@ if TYPE_CHECKING:  # Optuna is imported by the worker, not by the master
 log = logging.getLogger(__name__)
 SEARCHER = "pai.launcher.searcher"
 PR_SET_PDEATHSIG = 1
+NICENESS = 10  # a CPU's share against the master's threads, both wanting it: about a tenth (the kernel's weights)
 
 
-def _orphan_guard() -> None:
-    """The worker's start: it ends when its parent (the fork server, which ends with the master) does."""
+def _start_worker() -> None:
+    """The worker's start: behind the master's threads for a CPU they both want (``NICENESS``), and ended when its
+    parent (the fork server, which ends with the master) ends."""
+    os.nice(NICENESS)
     with contextlib.suppress(OSError, AttributeError):  # not Linux: ended by ``close`` only
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     if os.getppid() == 1:  # the parent went before the guard was set
@@ -65,7 +69,7 @@ class Decider:
         if self._pool is None:
             context = multiprocessing.get_context("forkserver")
             context.set_forkserver_preload([SEARCHER])  # the fork server is started once per process, with it
-            self._pool = ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_orphan_guard)
+            self._pool = ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_start_worker)
         return self._pool
 
     async def decide(self, experiment: Experiment, trials: Sequence[Trial], seed: int) -> SearchDecision:

@@ -1,5 +1,5 @@
 """The searcher decides in a process of its own (``pai.launcher.decider``): the same decisions as in the master's
-process, made by another pid, and a worker that dies is replaced."""
+process, made by another pid (niced), and a worker that dies is replaced."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from concurrent.futures.process import BrokenProcessPool
 import pytest
 
 from pai.launcher import searcher
-from pai.launcher.decider import Decider
+from pai.launcher.decider import NICENESS, Decider
 from tests.launcher.test_searcher import CASES, Case
 
 
@@ -37,6 +37,7 @@ async def test_the_decision_comes_from_another_process(decider: Decider, monkeyp
     decision = await decider.decide(case.experiment, case.trials, 1)
     assert [t.number for t in decision.new_trials] == case.new
     assert decider.worker_pid is not None and decider.worker_pid != os.getpid()
+    assert os.getpriority(os.PRIO_PROCESS, decider.worker_pid) == min(19, os.getpriority(os.PRIO_PROCESS, 0) + NICENESS)
     first = decider.worker_pid
     await decider.decide(case.experiment, case.trials, 1)
     assert decider.worker_pid == first  # one worker, kept between decisions
