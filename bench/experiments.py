@@ -9,9 +9,16 @@ answer) until a report answers ``stop``; then it reports the task exited, and th
 ASHA's first rung (maxTime 3200, divisor 4: steps 200, 800) is reached within a run of 30 s: the searcher decides
 on every tick, and stops trials at the end.
 
-Printed: reports accepted per second, their latency (p50, p99), the client's own event-loop lag (p99: how much of a
-latency is the client's, on a loaded machine), the master's CPU (its process, all threads) as a share of one core
-and per report accepted (what a shared machine's load changes least), and the searcher's decisions
+"On one core" (the goal): with ``--pin`` (the default where the benchmark may use 2 CPUs or more) the master and
+everything it starts (its threads, the searcher's process, gunicorn's API workers) run on one CPU and the client on
+another (``sched_setaffinity``); ``--no-pin`` leaves both to the kernel. The line ``pinned:`` says which.
+
+Printed: reports accepted per second, their latency (p50, p99); the share of reports the master's handler took over
+10 ms and over 25 ms (``pai_rest_request_duration_seconds``: from the request's handler to its answer, the wait for
+the writer thread included, the HTTP parsing and the event loop's queue not); the client's own event-loop lag (p99:
+how much of a latency is the client's); the master's CPU (its processes, all threads) as a share of one core and per
+report accepted; how long the master's and the client's threads were ready to run but waited for a CPU (the kernel's
+schedstat: on a shared machine, what others' work cost them); and the searcher's decisions
 (``pai_searcher_decide_seconds`` from the master's /metrics): how many, their mean time, and their time per report.
 Figures, not assertions. Goal (issue 29): 1,000 reports/s on one core with p99 <= 20 ms.
 """
@@ -203,6 +210,8 @@ class Figures:
 
 def master_figures(c: Cluster) -> Figures:
     text = requests.get(f"{c.launcher_url}/metrics", timeout=10).text  # the searcher runs in the launcher
+    if c.url != c.launcher_url:  # PostgreSQL: the reports are the API workers' (their /metrics sums them)
+        text += requests.get(f"{c.url}/metrics", timeout=10).text
     got = Figures()
     for name, value in re.findall(r"^pai_searcher_decide_seconds_(sum|count)\{[^}]*\} (\S+)$", text, re.M):
         if name == "sum":
