@@ -6,7 +6,8 @@ A user's experiment is stored as posted (``create``); the launcher loop of the l
    a trial *is* its job, scheduled like any other (gangs, priorities, preemption, retries).
 2. ``pending`` (a reader): the experiments whose trials changed since the searcher last looked (``Progress``: their
    states and how many values they reported), each with its records as the domain's ``Trial``\\ s.
-3. ``pai.launcher.searcher.decide`` (a reader thread: Optuna's work never holds the writer).
+3. ``pai.launcher.searcher.decide`` (in its own process, ``pai.launcher.decider``: Optuna's work never holds the
+   writer, nor the master's GIL).
 4. ``apply`` (writer): if the experiment's progress is still what was decided on, the new trials (a row, a token,
    a job of the user's named ``<experiment>-trial-<n>``), the trials the searcher stops (asked to stop at their next
    report, and their jobs stopped: SIGTERM and the grace period; a STOPPED job is never retried), and the end. A
