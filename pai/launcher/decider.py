@@ -12,18 +12,18 @@ The worker is forked from multiprocessing's fork server, which imports the searc
 started before the first decision (a master with no experiment pays nothing), and a test process that builds many
 apps forks each app's worker from the same server. A worker that dies (the pool broken) is replaced at the next
 decision; the one in flight fails, and the loop decides again at its next tick. The worker ends with the master:
-at ``close``, or, if the master is killed, when the fork server it was forked from ends (``PR_SET_PDEATHSIG``).
+at ``close``, or, if the master is killed, when a thread of the worker sees the master's pidfd readable; the fork
+server then ends too (it lives as long as a child of it holds its "alive" pipe).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import ctypes
 import logging
 import multiprocessing
 import os
-import signal
+import select
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -36,18 +36,26 @@ if TYPE_CHECKING:  # Optuna is imported by the worker, not by the master
 
 log = logging.getLogger(__name__)
 SEARCHER = "pai.launcher.searcher"
-PR_SET_PDEATHSIG = 1
 NICENESS = 10  # a CPU's share against the master's threads, both wanting it: about a tenth (the kernel's weights)
 
 
-def _start_worker() -> None:
-    """The worker's start: behind the master's threads for a CPU they both want (``NICENESS``), and ended when its
-    parent (the fork server, which ends with the master) ends."""
+def _start_worker(master: int) -> None:
+    """The worker's start: behind the master's threads for a CPU they both want (``NICENESS``), and ended when the
+    master process ends, however it ends (a thread waits on its pidfd). Its parent is the fork server, which does
+    not end before its children do: the worker, like every child of it, holds the fork server's "alive" pipe."""
     os.nice(NICENESS)
-    with contextlib.suppress(OSError, AttributeError):  # not Linux: ended by ``close`` only
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    if os.getppid() == 1:  # the parent went before the guard was set
+    try:
+        watched = os.pidfd_open(master)
+    except ProcessLookupError:  # the master went already
         os._exit(0)
+    except (OSError, AttributeError):  # no pidfd (not Linux 5.3+): ended by ``close`` only
+        return
+
+    def watch() -> None:
+        select.select([watched], [], [])  # readable once the master has exited
+        os._exit(0)
+
+    threading.Thread(target=watch, name="pai-searcher-master", daemon=True).start()
 
 
 def _decide(experiment: Experiment, trials: Sequence[Trial], seed: int) -> tuple[SearchDecision, int]:
@@ -69,7 +77,8 @@ class Decider:
         if self._pool is None:
             context = multiprocessing.get_context("forkserver")
             context.set_forkserver_preload([SEARCHER])  # the fork server is started once per process, with it
-            self._pool = ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_start_worker)
+            self._pool = ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_start_worker,
+                                             initargs=(os.getpid(),))
         return self._pool
 
     async def decide(self, experiment: Experiment, trials: Sequence[Trial], seed: int) -> SearchDecision:

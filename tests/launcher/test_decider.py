@@ -3,16 +3,34 @@ process, made by another pid (niced), and a worker that dies is replaced."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
+import sys
 from collections.abc import AsyncIterator
 from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
 
 import pytest
 
 from pai.launcher import searcher
 from pai.launcher.decider import NICENESS, Decider
+from tests.eventually import eventually
 from tests.launcher.test_searcher import CASES, Case
+
+MASTER = """
+import asyncio, sys
+from pai.launcher.decider import Decider
+from tests.launcher.test_searcher import CASES
+
+async def main() -> None:
+    decider = Decider()
+    await decider.decide(CASES[0].experiment, CASES[0].trials, 1)
+    print(decider.worker_pid, flush=True)
+    await asyncio.sleep(3600)
+
+asyncio.run(main())
+"""
 
 
 @pytest.fixture
@@ -65,3 +83,21 @@ async def test_closed_the_worker_ends(decider: Decider) -> None:
     decider.close()
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # shutdown(wait=True) joined it: gone, not a zombie
+
+
+def gone(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"  # ended, not reaped yet
+    except FileNotFoundError:
+        return True
+
+
+async def test_the_worker_ends_when_its_master_is_killed() -> None:
+    master = await asyncio.create_subprocess_exec(sys.executable, "-c", MASTER, stdout=asyncio.subprocess.PIPE,
+                                                  env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert master.stdout is not None
+    worker = int(await asyncio.wait_for(master.stdout.readline(), 60))
+    assert not gone(worker)
+    master.kill()  # no close(): SIGKILL
+    await master.wait()
+    await eventually(lambda: gone(worker), what="the searcher's worker ended with its master")
