@@ -9,9 +9,16 @@ answer) until a report answers ``stop``; then it reports the task exited, and th
 ASHA's first rung (maxTime 3200, divisor 4: steps 200, 800) is reached within a run of 30 s: the searcher decides
 on every tick, and stops trials at the end.
 
-Printed: reports accepted per second, their latency (p50, p99), the client's own event-loop lag (p99: how much of a
-latency is the client's, on a loaded machine), the master's CPU (its process, all threads) as a share of one core
-and per report accepted (what a shared machine's load changes least), and the searcher's decisions
+"On one core" (the goal): with ``--pin`` (the default where the benchmark may use 2 CPUs or more) the master and
+everything it starts (its threads, the searcher's process, gunicorn's API workers) run on one CPU and the client on
+another (``sched_setaffinity``); ``--no-pin`` leaves both to the kernel. The line ``pinned:`` says which.
+
+Printed: reports accepted per second, their latency (p50, p99); the share of reports the master's handler took over
+10 ms and over 25 ms (``pai_rest_request_duration_seconds``: from the request's handler to its answer, the wait for
+the writer thread included, the HTTP parsing and the event loop's queue not); the client's own event-loop lag (p99:
+how much of a latency is the client's); the master's CPU (its processes, all threads) as a share of one core and per
+report accepted; how long the master's and the client's threads were ready to run but waited for a CPU (the kernel's
+schedstat: on a shared machine, what others' work cost them); and the searcher's decisions
 (``pai_searcher_decide_seconds`` from the master's /metrics): how many, their mean time, and their time per report.
 Figures, not assertions. Goal (issue 29): 1,000 reports/s on one core with p99 <= 20 ms.
 """
@@ -20,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -27,7 +35,7 @@ import re
 import tempfile
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -137,34 +145,86 @@ async def lag(load: Load) -> None:
 
 
 def cpu_seconds(pid: int) -> float:
-    """The CPU of ``pid`` and its children (PostgreSQL: the launcher's process, gunicorn's API workers)."""
-    total, parents = 0.0, {pid}
-    stats = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stats[int(entry.name)] = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-    changed = True
-    while changed:  # the whole tree under pid
-        grown = {p for p, fields in stats.items() if int(fields[1]) in parents} | parents
-        changed, parents = grown != parents, grown
-    for p in parents:
-        if p in stats:
-            total += (int(stats[p][11]) + int(stats[p][12])) / TICKS  # utime, stime (of every thread)
+    """The CPU of ``pid`` and the processes under it (PostgreSQL: gunicorn's API workers; the searcher's)."""
+    total = 0.0
+    for p in tree(pid):
+        with contextlib.suppress(OSError):  # ended meanwhile
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime (of every thread)
     return total
 
 
-def decide_figures(c: Cluster) -> tuple[float, float]:
+def tree(pid: int) -> set[int]:
+    """``pid`` and every process under it."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                continue
+    found, grown = {pid}, True
+    while grown:
+        more = {p for p, parent in parents.items() if parent in found} | found
+        grown, found = more != found, more
+    return found
+
+
+def pin(pid: int, cpu: int) -> int:
+    """Every thread of ``pid`` and of the processes under it on ``cpu``; how many threads."""
+    threads = 0
+    for p in tree(pid):
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
+            for task in Path(f"/proc/{p}/task").iterdir():
+                os.sched_setaffinity(int(task.name), {cpu})
+                threads += 1
+    return threads
+
+
+def waited_seconds(pid: int) -> float:
+    """How long the threads of ``pid`` and of the processes under it were ready to run but waited for a CPU
+    (the kernel's schedstat): what the machine's other work cost them."""
+    total = 0
+    for p in tree(pid):
+        with contextlib.suppress(OSError):
+            for task in Path(f"/proc/{p}/task").iterdir():
+                with contextlib.suppress(OSError):
+                    total += int((task / "schedstat").read_text().split()[1])
+    return total / 1e9
+
+
+@dataclass
+class Figures:
+    """What the master's /metrics say: the searcher's decisions (seconds in all, how many), and its handling of
+    the reports (how many, and how many took over 10 ms and over 25 ms: from its histogram's buckets)."""
+
+    decide_sum: float = 0.0
+    decide_count: float = 0.0
+    handled: float = 0.0
+    over_10ms: float = 0.0
+    over_25ms: float = 0.0
+
+    def __sub__(self, other: Figures) -> Figures:
+        return Figures(*(a - b for a, b in zip(astuple(self), astuple(other), strict=True)))
+
+
+def master_figures(c: Cluster) -> Figures:
     text = requests.get(f"{c.launcher_url}/metrics", timeout=10).text  # the searcher runs in the launcher
-    total = count = 0.0
+    if c.url != c.launcher_url:  # PostgreSQL: the reports are the API workers' (their /metrics sums them)
+        text += requests.get(f"{c.url}/metrics", timeout=10).text
+    got = Figures()
     for name, value in re.findall(r"^pai_searcher_decide_seconds_(sum|count)\{[^}]*\} (\S+)$", text, re.M):
         if name == "sum":
-            total += float(value)
+            got.decide_sum += float(value)
         else:
-            count += float(value)
-    return total, count
+            got.decide_count += float(value)
+    buckets = {float(le): float(n) for le, route, n in re.findall(
+        r'^pai_rest_request_duration_seconds_bucket\{le="([^"]+)",method="POST",route="([^"]+)",status_class="2xx"\}'
+        r" (\S+)$", text, re.M) if route.startswith("/api/v2/trials/") and route.endswith("/metrics")}
+    if buckets:
+        got.handled = buckets[float("inf")]
+        got.over_10ms, got.over_25ms = got.handled - buckets[0.01], got.handled - buckets[0.025]
+    return got
 
 
 async def run(c: Cluster, trials: int, rate: float, seconds: float, searcher: str) -> None:
@@ -185,12 +245,13 @@ async def run(c: Cluster, trials: int, rate: float, seconds: float, searcher: st
         playing = asyncio.create_task(agent(load, c, session))
         lagging = asyncio.create_task(lag(load))
         await asyncio.sleep(WARMUP)
-        cpu, decided = await asyncio.to_thread(lambda: (cpu_seconds(pid), decide_figures(c)))
+        cpu, waited, mine, before = await asyncio.to_thread(
+            lambda: (cpu_seconds(pid), waited_seconds(pid), waited_seconds(os.getpid()), master_figures(c)))
         await playing
         await lagging
         wall = time.monotonic() - load.since
-        cpu, (decide_sum, decide_count) = cpu_seconds(pid) - cpu, decide_figures(c)
-    decide_sum, decide_count = decide_sum - decided[0], decide_count - decided[1]
+        cpu, got = cpu_seconds(pid) - cpu, master_figures(c) - before
+        waited, mine = waited_seconds(pid) - waited, waited_seconds(os.getpid()) - mine
     lat = load.latencies
     print(f"trials at once {trials}, {rate:g} reports/s each, searcher {searcher}, {wall:.0f} s measured")
     print(f"reports accepted       {load.accepted / wall:8.0f} /s   (offered {trials * rate:.0f}/s; refused "
@@ -199,13 +260,18 @@ async def run(c: Cluster, trials: int, rate: float, seconds: float, searcher: st
         print(f"refusals               {dict(load.errors)}")
     print(f"report latency         p50 {pct(lat, 0.5) * 1000:6.1f} ms   p99 {pct(lat, 0.99) * 1000:6.1f} ms   "
           f"max {max(lat) * 1000:6.1f} ms   (n={len(lat)})")
+    if got.handled:
+        print(f"in the master          {got.over_10ms / got.handled * 100:6.2f} % over 10 ms   "
+              f"{got.over_25ms / got.handled * 100:6.2f} % over 25 ms   (its handler's time: from its histogram)")
     print(f"client loop lag        p50 {pct(load.lags, 0.5) * 1000:6.1f} ms   p99 {pct(load.lags, 0.99) * 1000:6.1f} "
           f"ms   (the client's share of a latency)")
     print(f"master CPU             {cpu / wall * 100:8.0f} % of one core   ({cpu:.1f} s in {wall:.0f} s, its "
           f"processes together)   {cpu / max(load.accepted, 1) * 1e6:.0f} us per report accepted")
-    mean = decide_sum / decide_count * 1000 if decide_count else 0.0
-    print(f"searcher decisions     {decide_count:8.0f}   mean {mean:.1f} ms   "
-          f"{decide_sum / max(load.accepted, 1) * 1e6:.0f} us per report   ({decide_sum:.1f} s in all)")
+    print(f"waiting for a CPU      master {waited / wall * 100:5.1f} % of the time   client "
+          f"{mine / wall * 100:5.1f} %   (ready to run, not running: their threads together)")
+    mean = got.decide_sum / got.decide_count * 1000 if got.decide_count else 0.0
+    print(f"searcher decisions     {got.decide_count:8.0f}   mean {mean:.1f} ms   "
+          f"{got.decide_sum / max(load.accepted, 1) * 1e6:.0f} us per report   ({got.decide_sum:.1f} s in all)")
     print("goal: 1000 reports/s on one core, p99 <= 20 ms")
 
 
@@ -216,11 +282,24 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--searcher", choices=("asha", "random"), default="asha")
     parser.add_argument("--database", choices=("sqlite", "postgresql"), default="sqlite")
+    cpus = sorted(os.sched_getaffinity(0))
+    parser.add_argument("--pin", action=argparse.BooleanOptionalAction, default=len(cpus) >= 2,
+                        help="the master's processes on one CPU, the client on another (default: on, given 2 CPUs)")
     args = parser.parse_args()
+    master_cpu, client_cpu = cpus[0], cpus[-1]
     with tempfile.TemporaryDirectory(prefix="pai-bench-") as tmp_name:
         tmp = Path(tmp_name)
-        with database_url(args.database, tmp) as url, cluster(tmp, url, []) as c:
+        with database_url(args.database, tmp) as url, contextlib.ExitStack() as stack:
+            if args.pin:  # what the master starts (its threads, its processes) inherits the CPU; the client moves
+                os.sched_setaffinity(0, {master_cpu})
+            c = stack.enter_context(cluster(tmp, url, []))
             print(f"database: {args.database}")
+            if args.pin:
+                os.sched_setaffinity(0, {client_cpu})
+                threads = pin(c.procs["master"].pid, master_cpu)
+                print(f"pinned: the master on CPU {master_cpu} ({threads} threads), the client on CPU {client_cpu}")
+            else:
+                print(f"not pinned: the master and the client share CPUs {cpus}")
             try:
                 asyncio.run(run(c, args.trials, args.rate, args.seconds, args.searcher))
             except Exception:

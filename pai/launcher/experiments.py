@@ -6,7 +6,8 @@ A user's experiment is stored as posted (``create``); the launcher loop of the l
    a trial *is* its job, scheduled like any other (gangs, priorities, preemption, retries).
 2. ``pending`` (a reader): the experiments whose trials changed since the searcher last looked (``Progress``: their
    states and how many values they reported), each with its records as the domain's ``Trial``\\ s.
-3. ``pai.launcher.searcher.decide`` (a reader thread: Optuna's work never holds the writer).
+3. ``pai.launcher.searcher.decide`` (in its own process, ``pai.launcher.decider``: Optuna's work never holds the
+   writer, nor the master's GIL).
 4. ``apply`` (writer): if the experiment's progress is still what was decided on, the new trials (a row, a token,
    a job of the user's named ``<experiment>-trial-<n>``), the trials the searcher stops (asked to stop at their next
    report, and their jobs stopped: SIGTERM and the grace period; a STOPPED job is never retried), and the end. A
@@ -47,7 +48,7 @@ if TYPE_CHECKING:  # the searcher (Optuna) is imported where it decides, not by 
 
 log = logging.getLogger(__name__)
 _UNENDED_EXPERIMENTS = (ExperimentState.ACTIVE.value, ExperimentState.STOPPING.value)
-APPLY_SLICE = 4  # stops and new trials applied in one writer transaction at most
+APPLY_SLICE = 1  # stops and new trials applied in one writer transaction at most
 
 
 def slices(decision: SearchDecision) -> list[SearchDecision]:
@@ -153,22 +154,25 @@ class ExperimentRunner:
             if progress.states != work.progress.states or ExperimentState(row.state).is_terminal():
                 return Applied(False, None)  # a trial moved on meanwhile: the next tick decides again (new reports
                 # alone do not void a decision: it was right on the records it saw, and the next one sees them)
-            owner = store_users.get_user(s, row.user)
+            # the owner's groups only for new trials' jobs (a slice of stops needs no more than that the owner exists)
+            owner = store_users.get_user(s, row.user) if decision.new_trials else None
             submitted, going_on = False, True
-            if row.stop_requested or owner is None:
+            if row.stop_requested or (owner is None and not store_users.exists(s, row.user)):
                 self._stop_all(s, row, work.trials)
                 going_on = False  # stopped whole: nothing of the decision applies
             else:
                 for number in decision.stop:
                     self._stop_trial(s, row, number, StoppedBy.SEARCHER)
                 for new in decision.new_trials:
+                    assert owner is not None
                     submitted |= self._new_trial(s, row, owner, new, work.experiment, priority_classes)
-            if self._end_if_done(s, row, decision, progress):
+            after = store.progress(s, row.id)  # read once: what ends the experiment, and where the next slice starts
+            if self._end_if_done(s, row, decision, progress, after):
                 self._decided.pop(row.id, None)
                 going_on = False
             else:
                 self._decided[row.id] = (work.progress, work.row.stop_requested)
-            return Applied(submitted, store.progress(s, row.id) if going_on else None)
+            return Applied(submitted, after if going_on else None)
 
     def _new_trial(self, s: Session, row: store.Experiment, owner: User, new: NewTrial, experiment: Experiment,
                    priority_classes: dict[str, int]) -> bool:
@@ -209,13 +213,14 @@ class ExperimentRunner:
             if trial.state.is_active() and not trial.stop_requested:
                 self._stop_trial(s, row, trial.number, StoppedBy.USER)
 
-    def _end_if_done(self, s: Session, row: store.Experiment, decision: SearchDecision, before: store.Progress) -> bool:
-        active = any(state in store.UNENDED for _, state, _ in store.progress(s, row.id).states)
+    def _end_if_done(self, s: Session, row: store.Experiment, decision: SearchDecision, before: store.Progress,
+                     after: store.Progress) -> bool:
+        active = any(state in store.UNENDED for _, state, _ in after.states)
         if active:
             return False
         if row.stop_requested:
             state = ExperimentState.STOPPED
-        elif decision.complete and before.trials == store.progress(s, row.id).trials:
+        elif decision.complete and before.trials == after.trials:
             state = ExperimentState.COMPLETED
         else:
             return False

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import importlib
 import logging
 import math
 import queue
@@ -16,6 +15,7 @@ from dataclasses import replace
 from typing import ParamSpec, TypeVar
 
 from pai.domain.errors import FencedError, NotLeaderError
+from pai.launcher.decider import Decider
 from pai.launcher.experiments import slices
 from pai.launcher.role import Role
 from pai.launcher.service import Launcher
@@ -61,11 +61,14 @@ Notify = Callable[[set[str]], Awaitable[None]]
 
 class LauncherLoop:
     def __init__(self, launcher: Launcher, store: StoreThread, tick_seconds: float = 0.5,
-                 notify: Notify | None = None, role: Role | None = None) -> None:
+                 notify: Notify | None = None, role: Role | None = None, decider: Decider | None = None) -> None:
         """``notify``: called after every pass with the nodes whose tasks changed (the agent channels poke
         those agents, so that starts and stops reach them now, not at their next heartbeat). ``role``: whether
-        this launcher leads (a standby runs no pass and answers no agent: NotLeaderError); default: it leads."""
+        this launcher leads (a standby runs no pass and answers no agent: NotLeaderError); default: it leads.
+        ``decider``: where the searcher decides (its process starts with the first decision; the owner of the
+        loop closes it)."""
         self.launcher = launcher
+        self.decider = decider or Decider()
         self.role = role or Role()
         self.store = store
         self.tick_seconds = tick_seconds
@@ -154,19 +157,19 @@ class LauncherLoop:
             log.exception("VC usage sample failed")
 
     async def _search(self) -> None:
-        """The experiments' step (pai.launcher.experiments): trials follow their jobs; the searcher decides, on a
-        reader thread, for each experiment whose trials changed; each decision is applied on the writer thread."""
+        """The experiments' step (pai.launcher.experiments): trials follow their jobs; the searcher decides, in its
+        own process (``Decider``), for each experiment whose trials changed; each decision is applied on the writer
+        thread."""
         runner = self.launcher.experiments
         try:
             await self.store.call(runner.follow_jobs)
             works = await self.store.read(runner.pending)
             if not works:
                 return
-            searcher = importlib.import_module("pai.launcher.searcher")  # Optuna: only once there is a search
             classes, _ = await self.store.read(self.launcher.submission_rules)
             for work in works:
                 began = time.perf_counter()
-                decision = await self.store.read(searcher.decide, work.experiment, work.trials, work.row.id)
+                decision = await self.decider.decide(work.experiment, work.trials, work.row.id)
                 self.launcher.metrics.decide_seconds.labels(work.experiment.searcher.name.value).observe(
                     time.perf_counter() - began)
                 for part in slices(decision):  # a transaction each: the writer is free between them

@@ -116,6 +116,7 @@ async def _launcher_loop(app: web.Application) -> AsyncIterator[None]:
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
+    await asyncio.to_thread(loop.decider.close)  # the searcher's process, if it was started
 
 
 async def _http_client(app: web.Application) -> AsyncIterator[None]:

@@ -75,6 +75,10 @@ def get_user(s: Session, name: str) -> User | None:
     return None if row is None else _profiles(s, [row])[0].user
 
 
+def exists(s: Session, name: str) -> bool:
+    return s.scalar(select(UserRow.id).where(UserRow.name == name)) is not None
+
+
 def extension_of(s: Session, name: str) -> dict[str, Any]:
     """A user's extension ({} for a user who does not exist any more)."""
     extension = s.scalar(select(UserRow.extension).where(UserRow.name == name))

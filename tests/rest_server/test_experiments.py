@@ -303,3 +303,21 @@ async def test_a_trial_no_node_could_hold_is_submitted_with_the_warning_in_its_h
     warnings = [e["message"] for e in job["events"] if e["kind"] == "warning"]
     assert warnings == ["taskRoles.train.resourcePerInstance.gpu: asks 2 GPUs per instance; the largest node, n1, "
                         "has 0"]
+
+
+async def test_an_experiment_whose_owner_was_deleted_is_stopped(api: Api) -> None:
+    """A decision with no new trial (both trials running) finds the owner gone: every trial is asked to stop."""
+    await api.write(lambda s: users.create_user(s, "bob", "bob-password"))
+    admin = api.token
+    await api.login("bob", "bob-password")
+    status, _ = await create(api, experiment())
+    assert status == 202
+    api.token = admin
+    await trials_when(api, lambda ts: len(ts) == 2, "two trials", "bob~lr")
+    await add_node(api, "n1")
+    commands = await starts(api, "n1", [])
+    await api.write(lambda s: users.delete_user(s, "bob"))
+    await heartbeat(api, "n1", [report_of(c) for c in commands])  # running: the trials moved, the searcher looks
+    trials = await trials_when(api, lambda ts: all(t["stopRequested"] for t in ts), "both trials asked to stop",
+                               "bob~lr")
+    assert len(trials) == 2
