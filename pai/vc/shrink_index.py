@@ -86,8 +86,8 @@ class ShrinkIndex(VictimIndex):
         self.main = main
         self.jobs = main.jobs
         self.node_index = main.node_index
-        whole = main.whole
-        self.whole: Callable[[RunningJob], bool] = lambda j: j.whole_nodes if SEP in j.key else whole(j)
+        # a piece holds whole nodes as its job does (``whole_nodes`` set so; one task: the cluster rule adds nothing)
+        self.whole: Callable[[RunningJob], bool] = main.whole
         self.preempted_for = main.preempted_for  # jobs being stopped: themselves (their rule is the usual one)
         self.pinned = main.pinned
         self.oppo = main.oppo  # a VC has oppo work not leaving here exactly where it has in the pass's index
