@@ -19,6 +19,7 @@ from pai.vc.elastic_shrink import Shrinker, parent
 from pai.vc.fairshare import FairShare
 from pai.vc.incremental import IncrementalScheduler
 from pai.vc.ledger import VcLedger
+from pai.vc.policy import PreemptionPolicy, Reclaim, SchedulerConfig
 from pai.vc.preemption import Planner
 from pai.vc.search import NodeSearch, Search
 from pai.vc.shrink_index import is_piece, split
@@ -150,4 +151,27 @@ def test_incremental_passes_decide_as_the_eager_search() -> None:
         expected = passes()
     got = passes()
     assert any(d.resizes for d in got)
+    assert got == expected
+
+
+def test_a_leaving_part_holds_whole_nodes_as_in_the_pass() -> None:
+    """A shrink's leaving tasks (the launcher's ``<job>\\x1fleaving``, a key with the pieces' separator) held whole
+    nodes by the cluster rule: once taken, the node is open to the shrink beside them."""
+    def task(role: str, i: int, node: str) -> tuple[TaskRequest, str]:
+        return TaskRequest(role, i, Resources(4, 4, 4_000)), node
+
+    leaving = RunningJob("e\x1fleaving", "b", "u", 10, 0.0, (task("worker", 1, "n0"), task("worker", 2, "n1")),
+                         preempting=True)
+    shrinkable = RunningJob("f", "b", "u", 10, 0.0, (task("main", 0, "n1"), task("main", 1, "n0")),
+                            elastic=(ElasticRole("main", 1, 2),))
+    full = Resources(8, 8, 8_000)
+    s = Snapshot(now=100.0, nodes=(NodeView("n0", Resources(8, 32, 64_000), full),
+                                   NodeView("n1", Resources(8, 32, 64_000), full)),
+                 vcs=(VcQuota("a", Resources(8, 32, 64_000), preemption=PreemptionPolicy(Reclaim.ANY)),
+                      VcQuota("b", Resources(0, 0, 0))),
+                 running=(leaving, shrinkable),
+                 pending=(PendingJob("p", "a", "u", 10, 50.0, (TaskRequest("main", 0, Resources(8, 4, 4_000)),)),),
+                 config=SchedulerConfig(whole_nodes_for_multi_node_gpu=True, min_run_seconds=0.0))
+    got, expected = both(s)
+    assert [(z.job, z.size_to) for z in got.resizes] == [("f", 1)]
     assert got == expected
