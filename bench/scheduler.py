@@ -21,7 +21,7 @@ running jobs elastic (``RunningJob.elastic``): gangs ``worker`` 2..8 (running at
 ``main`` 1..4 (running at 1: growable by 3); the jobs, their VCs and places are the same in both, and rigid and
 elastic runs alternate. Its rows:
   full pass       the mixed workload (growth computed; the waiting jobs hold it back)
-  incremental     as above: a pass's first victim search brings the shrink search's index up to date
+  incremental     as above: a pass's first victim search makes the shrink search's view (splits kept on the State)
   growth pass     schedule(snapshot) on the mixed cluster's running jobs, no pending: idle capacity, so jobs grow
   reclaim pass    the whole Round on the reclaim cluster (elastic: shrinks before whole-job preemptions)
   decision        one job's victim search(es) in that pass: the shrink search, then the whole-job one if it fails

@@ -98,8 +98,19 @@ class _Grower:
             self.template.setdefault(t.role, t)
         self.open = [e for e in job.elastic if e.role in self.template]
         self.added: dict[str, list[tuple[TaskRequest, str]]] = {}
+        self._next: tuple[ElasticRole, TaskRequest] | None = None
+        self._known = False  # is ``_next`` the task it adds next? (not once it added one)
 
     def next_task(self) -> tuple[ElasticRole, TaskRequest] | None:
+        """The task it would add next (ranked, then placed: made once until it is added)."""
+        if not self._known:
+            self._next, self._known = self._make_next(), True
+        return self._next
+
+    def forget_next(self) -> None:
+        self._known = False
+
+    def _make_next(self) -> tuple[ElasticRole, TaskRequest] | None:
         for e in self.open:
             if self.sizes[e.role] < e.max_instances:
                 index = 0
@@ -177,6 +188,7 @@ def _add_one(r: Round, g: _Grower) -> bool:
     g.added.setdefault(role.role, []).append((task, placement.node))
     g.used.add((task.role, task.index))
     g.sizes[role.role] += 1
+    g.forget_next()
     return True
 
 

@@ -13,80 +13,32 @@ One search per waiting job that would preempt, and only while some running elast
 
 from __future__ import annotations
 
-from dataclasses import replace
+from itertools import chain, islice
 
 from pai.domain.resources import ZERO, Resources
 from pai.vc.capacity import NodePool
 from pai.vc.elastic import describe, role_sizes
 from pai.vc.fairshare import FairShare
-from pai.vc.gang import Gang
+from pai.vc.gang import Gang, Need
 from pai.vc.ledger import VcLedger
 from pai.vc.preemption import FAIR_SHARE, RECLAIM, WITHIN_VC, Plan, Planner
 from pai.vc.reasons import WaitCode
-from pai.vc.search import Search
+from pai.vc.search import EXAMINE_NODES, Search
+from pai.vc.shrink_index import SEP, ShrinkIndex, is_piece
 from pai.vc.snapshot import Admission, PendingJob, Resize, ResizeCause, RunningJob, WaitingReason
 from pai.vc.state import State
-from pai.vc.victims import VictimIndex
 
-_SEP = "\x1f"  # piece keys: job, role, index (the index counted down, so the highest comes first in victim order)
-_TOP = 10**7
 _CAUSE = {RECLAIM: ResizeCause.RECLAIM, FAIR_SHARE: ResizeCause.FAIR_SHARE}
 
 
 def parent(key: str) -> str:
-    return key.split(_SEP, 1)[0]
+    return key.split(SEP, 1)[0]
 
 
-def is_piece(key: str) -> bool:
-    return _SEP in key
-
-
-def split(job: RunningJob, exclusive: bool) -> list[RunningJob]:
-    """The job as its core (its lowest ``min_instances`` tasks of each role, and every task of other roles; never a
-    victim here) and one piece per task above the minimum, highest index first."""
-    floors = {e.role: e.min_instances for e in job.elastic}
-    seen: dict[str, int] = {}
-    core, pieces = [], []
-    for t, node in sorted(job.tasks, key=lambda tn: (tn[0].role, tn[0].index)):
-        seen[t.role] = n = seen.get(t.role, 0) + 1
-        if n <= floors.get(t.role, n):
-            core.append((t, node))
-        else:
-            key = f"{job.key}{_SEP}{t.role}{_SEP}{_TOP - t.index:08d}"
-            pieces.append(replace(job, key=key, tasks=((t, node),), whole_nodes=exclusive))
-    return [replace(job, tasks=tuple(core), preemptible=False, whole_nodes=exclusive), *pieces]
-
-
-def _parts(r: RunningJob, exclusive: bool) -> list[RunningJob]:
-    """The job as the shrink search sees it: split when elastic; else as it is when leaving (its capacity may be
-    used), and not a victim otherwise."""
-    if r.elastic and r.preemptible and not r.preempting:
-        return split(r, exclusive)
-    return [replace(r, preemptible=r.preempting and r.preemptible, whole_nodes=exclusive)]
-
-
-def _index(state: State, pool: NodePool) -> VictimIndex:
-    """The shrink search's victim index of the running jobs' parts. An IncrementalScheduler's State lives on, and so
-    does this index: each pass changes only the parts of jobs that changed (new objects), since splitting and
-    indexing every running job cost an incremental pass some 100 ms on 10,000 jobs (docs/scheduling.md)."""
-    parts, index, jobs = state.shrink_parts, state.shrink_index, state.index.jobs
-    if index is None:
-        for r in jobs.values():
-            parts[r.key] = (r, _parts(r, state.exclusive(r)))
-        index = state.shrink_index = VictimIndex((p for _, ps in parts.values() for p in ps), pool.index,
-                                                 lambda j: j.whole_nodes)  # whole_nodes: as the State sees it
-        return index
-    for key, (old, ps) in list(parts.items()):
-        if jobs.get(key) is not old:
-            for p in ps:
-                index.remove(p.key)
-            del parts[key]
-    for r in jobs.values():
-        if r.key not in parts:
-            parts[r.key] = (r, _parts(r, state.exclusive(r)))
-            for p in parts[r.key][1]:
-                index.add(p)
-    return index
+def shrink_index(state: State) -> ShrinkIndex:
+    """The shrink search's victim index: a view of the pass's index, its splits kept on the State (an
+    IncrementalScheduler's State lives on: a job is split again only when it changed)."""
+    return ShrinkIndex(state.index, state.shrink_parts)
 
 
 class Shrinker(Planner):
@@ -95,17 +47,35 @@ class Shrinker(Planner):
 
     def __init__(self, state: State, pool: NodePool, vcs: dict[str, VcLedger], main: Planner, *, now: float,
                  fair: FairShare | None) -> None:
-        super().__init__(pool, vcs, _index(state, pool), now=now, min_run_seconds=main.min_run_seconds, fair=fair)
-        self.any = any(len(parts) > 1 for _, parts in state.shrink_parts.values())
+        index = shrink_index(state)
+        super().__init__(pool, vcs, index, now=now, min_run_seconds=main.min_run_seconds, fair=fair)
+        self.any = index.any_piece()
+        self.view = index
         self.claimed = main.claimed
         self.shrunk: set[str] = set()  # jobs shrunk in the pass (also in ``claimed``: not to be taken whole)
         self.running = state.index.jobs
         self.sizes: dict[str, dict[str, int]] = {}  # jobs shrunk in the pass: their sizes by role, counted down
 
     def rule(self, victim: RunningJob, s: Search, local: dict[str, Resources] | None = None) -> str | None:
-        if is_piece(victim.key) and parent(victim.key) in self.claimed and parent(victim.key) not in self.shrunk:
+        if not is_piece(victim.key):
+            if not victim.preempting:
+                return None  # a core, or a job that is not elastic: not a victim here
+        elif parent(victim.key) in self.claimed and parent(victim.key) not in self.shrunk:
             return None  # taken whole by an earlier plan of the pass
         return super().rule(victim, s, local)
+
+    def _cheapest_node(self, s: Search, need: Need) -> tuple[int, list[tuple[RunningJob, str]]] | None:
+        """As the search's, answered at once where none of the nodes it would examine has a piece or a job being
+        stopped (most of a failed shrink search's nodes: victims are only there)."""
+        nodes = chain(s.hints, self._nodes(need)) if s.allow_new else iter(s.hints)
+        if self.view.victim_nodes().isdisjoint(islice(nodes, EXAMINE_NODES)):
+            return None
+        return super()._cheapest_node(s, need)
+
+    def _victims_on(self, i: int, s: Search, need: Need) -> list[tuple[RunningJob, str]] | None:
+        if i not in self.view.victim_nodes():
+            return None  # no piece and no job being stopped there: nothing the search may take (as it would find)
+        return super()._victims_on(i, s, need)
 
     def plan(self, job: PendingJob, gang: Gang, vc: VcLedger, pending: set[str]) -> Plan | None:
         """A plan whose new victims are all pieces (and at least one); None otherwise."""

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from pai.domain.resources import ZERO, Resources
 from pai.vc.elastic import at_minimum, consider_elastic
-from pai.vc.elastic_shrink import Shrinker, is_piece, waiting_for_tasks
+from pai.vc.elastic_shrink import Shrinker, waiting_for_tasks
 from pai.vc.explain import explain_no_fit
 from pai.vc.fairshare import NO_RANK, fair_share
 from pai.vc.gang import Gang
@@ -20,6 +20,7 @@ from pai.vc.policy import WithinVc
 from pai.vc.preemption import Hold, Plan, Planner, undo_holds
 from pai.vc.reasons import WaitCode, with_position
 from pai.vc.reservation import reserve, unreserve
+from pai.vc.shrink_index import is_piece
 from pai.vc.snapshot import Admission, Decision, PendingJob, Preemption, Resize, RunningJob, WaitingReason
 from pai.vc.state import State
 from pai.vc.unblock import add_hints

@@ -16,6 +16,7 @@ from pai.vc.node_lending import NodeLending
 from pai.vc.placement import place, release
 from pai.vc.policy import SchedulerConfig
 from pai.vc.quota import cluster_total, effective_quotas
+from pai.vc.shrink_index import Split
 from pai.vc.snapshot import PendingJob, RunningJob, Snapshot, TaskRequest, WaitingReason
 from pai.vc.victims import VictimIndex, pinned
 
@@ -47,10 +48,9 @@ class State:
         self._shapes: dict[tuple[tuple[TaskRequest, ...], bool], Gang] = {}
         self._empty: NodePool | None = None
         self._never: dict[object, WaitingReason | None] = {}
-        # the shrink search's view of each running job, by key: (the job, its parts), and its victim index over
-        # the parts (built on the first pass with elastic jobs, then kept up to date: pai.vc.elastic_shrink)
-        self.shrink_parts: dict[str, tuple[RunningJob, list[RunningJob]]] = {}
-        self.shrink_index: VictimIndex | None = None
+        # the shrink search's view of each running elastic job it read, by key: its split (made when first read,
+        # again when the job changed: pai.vc.shrink_index)
+        self.shrink_parts: dict[str, Split] = {}
 
     def gang(self, job: PendingJob) -> Gang:
         # an elastic job is seen at its asked size and at its minimum under one key: by its tasks only
