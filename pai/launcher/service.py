@@ -397,8 +397,9 @@ class Launcher:
     def agent_batch(self, reqs: Sequence[AgentRequest]) -> list[MasterReply | NoNodeError]:
         """Registrations and heartbeats handled in one transaction, in order (those that reached the writer thread
         while it was busy: during a pass, say, or when a thousand agents start at once): one read of their nodes
-        and of the active jobs on them, one write per changed job, one commit. Each gets its reply, or
-        NoNodeError for a heartbeat of a node that never registered."""
+        and of the active jobs' task rows on them (``_sync_node`` loads whole only the jobs it needs), one write per
+        changed job, one commit. Each gets its reply, or NoNodeError for a heartbeat of a node that never
+        registered."""
         replies: list[MasterReply | NoNodeError | None] = [  # quiet by now (their time: kept on arrival)
             self._reply() if isinstance(req, HeartbeatRequest) and self.heartbeats.quiet(req) else None
             for req in reqs]

@@ -209,7 +209,7 @@ def active_jobs(s: Session) -> list[Job]:
 
 def active_jobs_on(s: Session, nodes: Collection[str]) -> list[Job]:
     """The WAITING, RUNNING or STOPPING jobs with a task on one of ``nodes`` (through the index on
-    ``tasks.node``), oldest submission first: what a node's heartbeat or a lost node's requeue looks at."""
+    ``tasks.node``), oldest submission first: what a lost node's requeue looks at (a heartbeat reads ``tasks_on``)."""
     if not nodes:
         return []
     on = select(TaskRow.job_id).where(TaskRow.node.in_(list(nodes)))
