@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from pai.domain.jobspec import JobSpec
 from pai.domain.states import JobState, TaskState
@@ -85,6 +85,20 @@ class Job:
     def with_task(self, task: Task) -> Job:
         tasks = tuple(task if (t.role, t.index) == (task.role, task.index) else t for t in self.tasks)
         return replace(self, tasks=tasks)
+
+
+class Placement(Protocol):
+    """What reconciling a node reads of a job: its id, its state, its tasks (a ``Job``, or ``Placed``: the tasks'
+    rows of a job left undecoded, ``pai.launcher.reconcile``)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def state(self) -> JobState: ...
+
+    @property
+    def tasks(self) -> tuple[Task, ...]: ...
 
 
 def initial_tasks(spec: JobSpec) -> tuple[Task, ...]:

@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
-from pai.domain.job import Job, Task, initial_tasks
+from pai.domain.job import Job, Placement, Task, initial_tasks
 from pai.domain.jobspec import RETRY_ALWAYS, RETRY_UNLIMITED
 from pai.domain.states import JobState, TaskState
 from pai.launcher.exit_codes import Retry, classify
@@ -433,6 +433,9 @@ def _requeue(job: Job, *, counted: bool) -> Job:
     )
 
 
-def live_attempts(jobs: Iterable[Job]) -> dict[str, tuple[Job, Task]]:
+P = TypeVar("P", bound=Placement)
+
+
+def live_attempts(jobs: Iterable[P]) -> dict[str, tuple[P, Task]]:
     """Every attempt the master expects to exist somewhere, by attempt id."""
     return {t.attempt_id: (j, t) for j in jobs for t in j.tasks if _live(t) and t.attempt_id is not None}

@@ -67,6 +67,10 @@ class LauncherMetrics:
         self.decide_seconds = Histogram("pai_searcher_decide_seconds", "Time the searcher took to decide an "
                                         "experiment's next step (Optuna, replaying its records)", ["searcher"],
                                         buckets=PASS_BUCKETS, registry=r)
+        # heartbeats that needed the store (pai.launcher.service): the jobs they loaded whole (those they changed,
+        # started a task of or told the members of, and any not seen before), not every job on their nodes
+        self.heartbeat_jobs_loaded = Counter("pai_heartbeat_jobs_loaded", "Jobs the heartbeats that needed the "
+                                             "store loaded whole (decoded)", registry=r)
         self._requeued_at: dict[str, float] = {}  # job id -> when it went back to the queue (until admitted)
 
     def job_changed(self, old: Job, new: Job, event: Event) -> None:

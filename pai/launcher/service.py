@@ -53,7 +53,7 @@ from pai.launcher.lifecycle import (
 from pai.launcher.logs import LogLocation
 from pai.launcher.members import members_of
 from pai.launcher.metrics import LauncherMetrics
-from pai.launcher.reconcile import NodeJobs, pending_starts, reconcile
+from pai.launcher.reconcile import NodeJobs, Placed, pending_starts, reconcile
 from pai.launcher.scheduling import Scheduling
 from pai.launcher.snapshot import (
     build_snapshot,
@@ -162,6 +162,10 @@ class Launcher:
         self.directory = Directory(db, clock, self.accounts, self.clusters)
         self.scheduling = Scheduling(self.config.full_pass_seconds)
         self.heartbeats = Heartbeats()
+        # Whether each job seen is elastic (its spec's, which never changes): a heartbeat loads whole the elastic
+        # jobs on its node (their members go with its reply) and those not known yet. Kept to the active jobs at
+        # each full pass that reads them all.
+        self._elastic: dict[str, bool] = {}
         self.inbox = Inbox()  # what other processes' writes changed (``heard``), for the next pass
         self.usage = UsageSampler(db, clock, self.clusters, lambda: self.scheduling.jobs.values())
         self.metrics = LauncherMetrics()
@@ -393,8 +397,9 @@ class Launcher:
     def agent_batch(self, reqs: Sequence[AgentRequest]) -> list[MasterReply | NoNodeError]:
         """Registrations and heartbeats handled in one transaction, in order (those that reached the writer thread
         while it was busy: during a pass, say, or when a thousand agents start at once): one read of their nodes
-        and of the active jobs on them, one write per changed job, one commit. Each gets its reply, or
-        NoNodeError for a heartbeat of a node that never registered."""
+        and of the active jobs' task rows on them (``_sync_node`` loads whole only the jobs it needs), one write per
+        changed job, one commit. Each gets its reply, or NoNodeError for a heartbeat of a node that never
+        registered."""
         replies: list[MasterReply | NoNodeError | None] = [  # quiet by now (their time: kept on arrival)
             self._reply() if isinstance(req, HeartbeatRequest) and self.heartbeats.quiet(req) else None
             for req in reqs]
@@ -406,7 +411,7 @@ class Launcher:
             self._fence(s)
             names = {req.node_name for req, reply in zip(reqs, replies, strict=True) if reply is None}
             nodes = {n.name: n for n in store_nodes.get_nodes(s, names)}
-            on_nodes = NodeJobs.of(store_jobs.active_jobs_on(s, list(names)))  # what is on them, not the cluster
+            on_nodes = NodeJobs.of(store_jobs.tasks_on(s, names))  # what is on them, not the cluster
             beats: dict[str, float] = {}
             for i, req in enumerate(reqs):
                 name = req.node_name
@@ -476,19 +481,42 @@ class Launcher:
                    on_nodes: NodeJobs) -> tuple[MasterReply, frozenset[str] | None]:
         """Reconcile ``node`` with its agent's report: the reply, and the attempts of a node that needed nothing
         (``heartbeats.quiet_attempts``), else None. The jobs it changes are left in ``on_nodes`` for the caller to
-        save."""
-        jobs = on_nodes.jobs_on(node)
-        expected = {a: jt for a, jt in live_attempts(jobs).items() if jt[1].node == node}
+        save. Only the jobs the heartbeat changes, starts a task of or tells the members of are loaded whole
+        (``_load``): the others are read as the rows of their tasks there (``Placed``), so that a heartbeat costs
+        what it changes, not what its node holds."""
+        reported = {r.attempt_id for r in reports}
+        expected = self._expected(node, on_nodes)
         plan = reconcile(reports, expected, now, self.config.grace_seconds)
+        self._load(s, on_nodes, {job_id for job_id, _ in plan.events}
+                   | {j.id for j, _ in pending_starts(node, on_nodes.jobs_on(node), reported)}
+                   | {i for i in on_nodes.on.get(node, ()) if self._elastic.get(i, True)})
+        if plan.events:  # again, with those jobs' tasks in their roles' order: the events in the order they had
+            expected = self._expected(node, on_nodes)
+            plan = reconcile(reports, expected, now, self.config.grace_seconds)
         for job_id, ev in plan.events:
             on_nodes.update(self._apply(s, on_nodes.by_id[job_id], ev))
-        reported = {r.attempt_id for r in reports}
-        starts = [self._start_command(s, j, t) for j, t in pending_starts(node, on_nodes.jobs_on(node), reported)]
+        pending = pending_starts(node, on_nodes.jobs_on(node), reported)
+        self._load(s, on_nodes, {j.id for j, _ in pending})  # (loaded already: a start was pending or an event made it)
+        starts = [self._start_command(s, on_nodes.by_id[j.id], t) for j, t in pending]
         commands: list[StartTask | StopTask] = [*plan.stops, *starts]
         states = {a: t.state for a, (_, t) in expected.items()}
-        members = tuple(m for j in on_nodes.jobs_on(node) if (m := members_of(j)) is not None)
+        members = tuple(m for j in on_nodes.jobs_on(node) if isinstance(j, Job) and (m := members_of(j)) is not None)
         return (self._reply(tuple(commands), members),
                 quiet_attempts(reports, states, bool(plan.events or commands)))
+
+    @staticmethod
+    def _expected(node: str, on_nodes: NodeJobs) -> dict[str, tuple[Job | Placed, Task]]:
+        """The live attempts placed on ``node``, by attempt id."""
+        return {a: jt for a, jt in live_attempts(on_nodes.jobs_on(node)).items() if jt[1].node == node}
+
+    def _load(self, s: Session, on_nodes: NodeJobs, ids: set[str]) -> None:
+        """Load whole, in one query, the jobs of ``ids`` not loaded yet; whether each is elastic is kept."""
+        missing = on_nodes.unloaded(ids)
+        if missing:
+            jobs = store_jobs.get_jobs_by_id(s, missing)
+            on_nodes.load(missing, jobs)
+            self._elastic.update((j.id, j.spec.is_elastic) for j in jobs)
+            self.metrics.heartbeat_jobs_loaded.inc(len(jobs))
 
     def _reply(self, commands: tuple[StartTask | StopTask, ...] = (),
                members: tuple[JobMembers, ...] = ()) -> MasterReply:
@@ -600,6 +628,8 @@ class Launcher:
                     reload = full or sched.needs_reload(now)
                     jobs = (store_jobs.active_jobs(s) if reload
                             else sched.refresh(store_jobs.get_jobs_by_id(s, sched.take_changed())))
+                    if reload:
+                        self._elastic = {j.id: j.spec.is_elastic for j in jobs}
                     sched.durations.load(s, jobs, now, renew=True)
                     self._reach(heard, jobs)
                     held, held_reasons = hold_back(jobs, clu)

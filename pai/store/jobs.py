@@ -46,6 +46,7 @@ __all__ = [
     "save_jobs",
     "set_waiting_reasons",
     "split_key",
+    "tasks_on",
 ]
 
 # The IN-lists of the rules, from the states' own (``JobState.is_active``, ``TaskState.holds_node``).
@@ -208,12 +209,35 @@ def active_jobs(s: Session) -> list[Job]:
 
 def active_jobs_on(s: Session, nodes: Collection[str]) -> list[Job]:
     """The WAITING, RUNNING or STOPPING jobs with a task on one of ``nodes`` (through the index on
-    ``tasks.node``), oldest submission first: what a node's heartbeat or a lost node's requeue looks at."""
+    ``tasks.node``), oldest submission first: what a lost node's requeue looks at (a heartbeat reads ``tasks_on``)."""
     if not nodes:
         return []
     on = select(TaskRow.job_id).where(TaskRow.node.in_(list(nodes)))
     query = _select_jobs().where(JobRow.id.in_(on), JobRow.state.in_(_ACTIVE))
     return [_to_job(row) for row in _kept(s, s.scalars(query.order_by(JobRow.submitted_at, JobRow.id)).all())]
+
+
+# built once (its cache key too): a heartbeat that needs the store runs it
+_TASKS_ON = (select(TaskRow.job_id, JobRow.state.label("job_state"), TaskRow.role, TaskRow.task_index, TaskRow.state,
+                    TaskRow.node, TaskRow.attempt_id, TaskRow.exit_code, TaskRow.exit_reason)
+             .join(JobRow, JobRow.id == TaskRow.job_id)
+             .where(TaskRow.node.in_(bindparam("nodes", expanding=True)), JobRow.state.in_(_ACTIVE))
+             .order_by(JobRow.submitted_at, JobRow.id, TaskRow.role, TaskRow.task_index))
+
+
+def tasks_on(s: Session, nodes: Collection[str]) -> list[tuple[str, JobState, Task]]:
+    """The tasks placed on one of ``nodes`` of the WAITING, RUNNING or STOPPING jobs, each with its job's id and state:
+    ``active_jobs_on``'s jobs (in its order) as the rows of their tasks there show them, in one query of a few columns
+    of those rows. No job is decoded (its spec, its other tasks): a heartbeat decodes only the jobs it changes. Only
+    what reconciling a node reads of a task is read (its state, node, attempt, exit code and reason): its address,
+    ports, GPUs, retries and times are left at their defaults."""
+    if not nodes:
+        return []
+    rows = s.execute(_TASKS_ON, {"nodes": list(nodes)})
+    return [(row.job_id, JobState(row.job_state),
+             Task(row.role, row.task_index, TaskState(row.state), row.node, attempt_id=row.attempt_id,
+                  exit_code=row.exit_code, exit_reason=row.exit_reason))
+            for row in rows]
 
 
 def get_jobs_by_id(s: Session, ids: Collection[str]) -> list[Job]:

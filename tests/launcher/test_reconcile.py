@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from pai.domain.states import JobState, TaskState
 from pai.launcher.lifecycle import Exited, Started, live_attempts
-from pai.launcher.reconcile import pending_starts, reconcile
+from pai.launcher.reconcile import NodeJobs, Placed, pending_starts, reconcile
 from pai.protocol.exitcodes import PlatformExit
 from pai.protocol.messages import ContainerReport, ContainerStatus
 from tests.launcher.builders import job, role
@@ -60,3 +60,19 @@ def test_exit_report_becomes_an_exit_event() -> None:
     plan = reconcile((report("a0", ContainerStatus.EXITED, 3), report("a1", ContainerStatus.RUNNING)),
                      live_attempts([j]), 5.0, 3)
     assert (j.id, Exited(5.0, "a0", 3, None)) in plan.events
+
+
+
+def test_node_jobs_are_their_tasks_rows_until_loaded_whole() -> None:
+    """A job is read as the rows of its tasks on the nodes read (on each of those nodes, in the rows' order) until it
+    is loaded whole; one deleted since its rows were read is on no node."""
+    j = running_job()
+    a = j.with_task(replace(j.task("worker", 1), node="n2"))
+    b = replace(a, id="other")
+    rows = [(x.id, x.state, t) for x in (a, b) for t in x.tasks]
+    on = NodeJobs.of(rows)
+    assert on.jobs_on("n1") == on.jobs_on("n2") == [Placed(a.id, JobState.RUNNING, a.tasks),
+                                                    Placed(b.id, JobState.RUNNING, b.tasks)]
+    on.load({a.id, b.id}, [a])
+    assert on.jobs_on("n1") == [a] and on.jobs_on("n2") == [a]
+    assert on.unloaded({a.id, b.id}) == {b.id}

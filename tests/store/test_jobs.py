@@ -103,6 +103,37 @@ def test_active_jobs_load_their_tasks_in_one_query(catalogue: Database) -> None:
     assert len(statements) <= 3  # (BEGIN,) jobs, tasks
 
 
+def _placed(j: Job, *nodes: str) -> Job:
+    """``j`` with its tasks placed on ``nodes`` in turn, each with an attempt."""
+    tasks = tuple(replace(t, node=n, state=TaskState.RUNNING, attempt_id=f"{j.name}-{t.index}", address="10.0.0.1",
+                          ports={"http": (8080,)}, gpus=(0,), started_at=5.0)
+                  for t, n in zip(j.tasks, nodes, strict=True))
+    return replace(j, tasks=tasks)
+
+
+def test_tasks_on_are_the_active_jobs_task_rows_there_in_one_query(db: Database) -> None:
+    """``active_jobs_on``'s jobs, in its order, as the rows of their tasks on the nodes: a few columns of each."""
+    second = _placed(job("second", submitted_at=2, state=R, roles=(role("w", 2),)), "n1", "n2")
+    first = _placed(job("first", submitted_at=1, state=S), "n2")
+    ended = _placed(job("ended", submitted_at=0, state=JobState.SUCCEEDED), "n1")
+    elsewhere = _placed(job("elsewhere", submitted_at=0, state=R), "n3")
+    insert(db, second, first, ended, elsewhere)
+    with db.session() as s, statements_of(db.engine) as statements:
+        rows = jobs.tasks_on(s, ["n1", "n2"])
+    assert len([q for q in statements if "FROM tasks" in q]) == 1
+    with db.session() as s:
+        assert [j.id for j in jobs.active_jobs_on(s, ["n1", "n2"])] == list(dict.fromkeys(i for i, _, _ in rows))
+    assert [(i, st, t.role, t.index, t.node, t.attempt_id, t.state) for i, st, t in rows] == [
+        (first.id, S, "worker", 0, "n2", "first-0", TaskState.RUNNING),
+        (second.id, R, "w", 0, "n1", "second-0", TaskState.RUNNING),
+        (second.id, R, "w", 1, "n2", "second-1", TaskState.RUNNING),
+    ]
+    # only what reconciling reads: the rest at its defaults
+    assert {(t.address, t.gpus, t.started_at) for _, _, t in rows} == {(None, (), None)}
+    with db.session() as s:
+        assert jobs.tasks_on(s, []) == []
+
+
 def test_save_job_updates_job_and_tasks(db: Database) -> None:
     value = job("run", roles=(role("w", 2), role("ps", 1)))
     insert(db, value)
