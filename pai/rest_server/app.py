@@ -69,10 +69,10 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
     private_dir(config.data_dir)  # 0700: the database, the tokens and the secret key are in it
     app[AGENT_TOKEN] = config.resolve_agent_token()
     store = StoreThread()
-    # The launcher's sessions end on the server if frozen in a transaction past the step-down: a fenced write keeps
-    # the lease row locked until then, and the standby's takeover waits for it
-    idle = config.lease.step_down_after if part.launches() else None
-    db = Database(config.db_url(), idle_in_transaction_seconds=idle)
+    # A master's sessions end on the server if frozen in a transaction past the step-down: a fenced write keeps the
+    # lease row locked until then, and the standby's takeover waits for it; an API worker's write keeps its rows
+    # locked, and the new leader's writes to them wait for it
+    db = Database(config.db_url(), idle_in_transaction_seconds=config.lease.step_down_after)
     keyring = await store.call(config.secret_keyring, db.engine)
     if part.launches():
         log.info("job secrets are sealed with the secret key from source=%s", keyring.source)

@@ -145,7 +145,11 @@ class Ha:
                         return name
             return None
 
-        return str(wait_for(f"one of {among} to lead", probe, timeout, 0.05))
+        try:
+            return str(wait_for(f"one of {among} to lead", probe, timeout, 0.05))
+        except AssertionError as e:  # why not, for the record: what each master said last
+            said = "\n".join(f"--- {name}:\n{self.log(name)[-2500:]}" for name in self.ports)
+            raise AssertionError(f"{e}\n{said}") from None
 
     def wait_standby(self, name: str, timeout: float) -> None:
         wait_for(f"{name} listed as a standby", lambda: (self.url(name), "standby", True) in self.masters(name),

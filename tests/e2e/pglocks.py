@@ -34,9 +34,10 @@ def observer(database_url: str) -> Iterator[Connection]:
         engine.dispose()
 
 
-def idle_holders(connection: Connection) -> set[tuple[int, object]]:
-    """(pid, transaction start) of the sessions idle in a transaction that holds a table of the schema."""
-    return {(r.pid, r.xact_start) for r in connection.execute(_HOLDERS) if str(r.state).startswith("idle in")}
+def holders(connection: Connection) -> set[tuple[int, object]]:
+    """(pid, transaction start) of the sessions in a transaction that holds a table of the schema: idle in it, or
+    running a statement (one a frozen client does not read the answer of, or one waiting for a frozen one's lock)."""
+    return {(r.pid, r.xact_start) for r in connection.execute(_HOLDERS) if r.xact_start is not None}
 
 
 def fenced_writers(connection: Connection) -> set[int]:
@@ -45,15 +46,15 @@ def fenced_writers(connection: Connection) -> set[int]:
 
 
 def frozen_holders(connection: Connection) -> set[int]:
-    """The sessions that stay idle in the same transaction holding a table of the schema for 0.2 s: a frozen
-    master's (a live master's transactions last milliseconds). Asked just after the SIGSTOP: a statement the master
-    had sent has ended by then."""
+    """The sessions that stay in the same transaction holding a table of the schema for 0.2 s: a frozen master's, or
+    a live one's that waits for a frozen one's lock (a live master's transactions last milliseconds). Not only those
+    idle in it: a statement the master had sent may still run (a loaded machine), and it ends in the transaction."""
     time.sleep(0.05)
-    first = idle_holders(connection)
+    first = holders(connection)
     if not first:
         return set()
     time.sleep(0.2)
-    return {pid for pid, _ in first & idle_holders(connection)}
+    return {pid for pid, _ in first & holders(connection)}
 
 
 def freeze_outside_transactions(ha: Ha, name: str, database_url: str, tries: int = 50) -> None:

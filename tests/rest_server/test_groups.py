@@ -98,10 +98,9 @@ async def test_a_vc_brings_its_group_and_takes_it_away(api: Api) -> None:
 async def test_storages_granted_by_a_group(api: Api, tmp_path: Any) -> None:
     """A storage limited to some groups is also mountable by a group whose acls.storageConfigs names it."""
     from pai.launcher import cluster
-    from pai.rest_server.keys import DB
 
-    with api.client.app[DB].session() as s:
-        cluster.apply_file(s, {"storages": [{"name": "nfs", "path": str(tmp_path), "groups": ["ops"]}]}, 0.0)
+    await api.write(lambda s: cluster.apply_file(
+        s, {"storages": [{"name": "nfs", "path": str(tmp_path), "groups": ["ops"]}]}, 0.0))
     bob = await create(api, "bob")
     assert (await api.call("GET", "/api/v2/storages", token=bob))[1]["storages"] == []
     await api.call("POST", "/api/v2/groups", token=await api.login(),

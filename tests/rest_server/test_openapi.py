@@ -26,9 +26,10 @@ from aiohttp import WSMsgType, WSServerHandshakeError, web
 from aiohttp.test_utils import TestServer
 from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
+from sqlalchemy.orm import Session
 
 from pai.launcher import cluster
-from pai.rest_server.keys import CONFIG, DB, LAUNCHER
+from pai.rest_server.keys import CONFIG, LAUNCHER
 from pai.rest_server.openapi import document
 from pai.rest_server.routes import PYLON, routes
 from pai.store import jobs as store_jobs
@@ -213,11 +214,15 @@ class World:
         """admin has as many interactive sessions open as the master allows (their rows, as API workers keep them)."""
         await self.setup("listening")
         app = self.api.client.app
-        with app[DB].session() as s:
+        limit = app[CONFIG].max_sessions_per_user
+
+        def fill(s: Session) -> None:
             job_id = store_jobs.get_job(s, "admin~r").id
-            for i in range(app[CONFIG].max_sessions_per_user):
+            for i in range(limit):
                 sessions.open_session(s, sessions.OpenSession(f"s{i}", "admin", job_id, "tunnel", "port http"),
-                                      limit=app[CONFIG].max_sessions_per_user, stale_after=30)
+                                      limit=limit, stale_after=30)
+
+        await self.api.write(fill)
 
     async def _log_server(self) -> None:
         """Node n1, with a log server (as an agent runs) that has every log."""

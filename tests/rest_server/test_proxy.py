@@ -220,7 +220,7 @@ async def test_who_may_use_it(proxied: tuple[Api, TaskApp]) -> None:
     bob = await user(api, "bob")
     resp = await api.client.get(PREFIX + "/page", headers={"Authorization": f"Bearer {bob}"})
     assert resp.status == 200  # a reader of the job
-    private(api)
+    await private(api)
     resp = await api.client.get(PREFIX + "/page", headers={"Authorization": f"Bearer {bob}"})
     assert (resp.status, (await resp.json())["code"]) == (403, "ForbiddenUserError")
     resp = await api.client.get(PREFIX + "/page", headers={"Accept": "text/html"})

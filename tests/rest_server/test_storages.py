@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from pai.domain.errors import InvalidParametersError
 from pai.launcher import cluster
 from pai.launcher.service import Launcher
-from pai.rest_server.keys import DB, LAUNCHER
+from pai.rest_server.keys import LAUNCHER
 from pai.store import jobs as store_jobs
 from pai.store import users
 from tests.rest_server.conftest import Api
@@ -105,5 +105,5 @@ async def test_refused_storages_are_400_naming_the_field_and_store_nothing(
 
 
 async def test_a_storage_listed_twice_in_the_configuration_is_refused(api: Api) -> None:
-    with api.client.app[DB].session() as s, pytest.raises(InvalidParametersError, match="listed twice"):
-        cluster.apply_file(s, {"storages": [STORAGES[0], STORAGES[0]]}, 0.0)
+    with pytest.raises(InvalidParametersError, match="listed twice"):
+        await api.write(lambda s: cluster.apply_file(s, {"storages": [STORAGES[0], STORAGES[0]]}, 0.0))

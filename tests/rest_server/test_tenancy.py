@@ -10,7 +10,7 @@ import pytest
 
 from pai.launcher import cluster
 from pai.launcher.access import OTHER_USERS_JOB, hide_other_users_jobs
-from pai.rest_server.keys import DB, LAUNCHER
+from pai.rest_server.keys import LAUNCHER
 from pai.store.records import User
 from tests.eventually import eventually
 from tests.rest_server.conftest import Api
@@ -18,9 +18,9 @@ from tests.rest_server.test_users import create
 from tests.rest_server.test_vcs import add_node, job
 
 
-def private(api: Api, readable_by_all: bool = False) -> None:
-    with api.client.app[DB].session() as s:
-        cluster.apply_file(s, {"access": {"jobsReadableByAll": readable_by_all}}, 0.0)
+async def private(api: Api, readable_by_all: bool = False) -> None:
+    """Jobs private to their owners (or readable by all): written on the app's writer thread (``Api.write``)."""
+    await api.write(lambda s: cluster.apply_file(s, {"access": {"jobsReadableByAll": readable_by_all}}, 0.0))
     api.client.app[LAUNCHER].clusters.invalidate()
 
 
@@ -43,7 +43,7 @@ async def tasks_on_node(api: Api, token: str) -> dict[str, Any] | None:
 async def test_the_node_list_names_other_users_tasks_only_to_who_may_read_them(
     api: Api, readable_by_all: bool, bob_sees: list[str], bob_counts: int
 ) -> None:
-    private(api, readable_by_all)
+    await private(api, readable_by_all)
     await add_node(api, gpu=4)
     bob, carol = await create(api, "bob"), await create(api, "carol")
     await submit(api, bob, "b", gpu=1)
@@ -57,7 +57,7 @@ async def test_the_node_list_names_other_users_tasks_only_to_who_may_read_them(
 
 
 async def test_a_preempted_job_does_not_tell_its_owner_which_job_of_another_user_preempted_it(api: Api) -> None:
-    private(api)
+    await private(api)
     await add_node(api, gpu=4)
     bob, carol = await create(api, "bob"), await create(api, "carol")
     await submit(api, bob, "low", gpu=4)

@@ -114,7 +114,7 @@ async def test_who_may_open_one(echo: tuple[Api, Echo, dict[str, int]]) -> None:
     status, answer = await refused(api, TUNNEL.format(label="echo"), bob)  # bob reads the job, owns none
     assert (status, answer["code"]) == (403, "ForbiddenUserError")
     assert "may not open tunnel sessions in jobs of user admin" in answer["message"]
-    private(api)
+    await private(api)
     status, answer = await refused(api, TUNNEL.format(label="echo"), bob)
     assert (status, answer["code"]) == (403, "ForbiddenUserError") and "read" in answer["message"]
     status, answer = await refused(api, TUNNEL.format(label="echo"), "")

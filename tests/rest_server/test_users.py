@@ -226,10 +226,9 @@ async def test_application_tokens_cannot_change_users(api: Api) -> None:
 @pytest.mark.parametrize("readable_by_all", [True, False])
 async def test_who_reads_whose_jobs(api: Api, readable_by_all: bool) -> None:
     from pai.launcher import cluster
-    from pai.rest_server.keys import DB, LAUNCHER
+    from pai.rest_server.keys import LAUNCHER
 
-    with api.client.app[DB].session() as s:
-        cluster.apply_file(s, {"access": {"jobsReadableByAll": readable_by_all}}, 0.0)
+    await api.write(lambda s: cluster.apply_file(s, {"access": {"jobsReadableByAll": readable_by_all}}, 0.0))
     api.client.app[LAUNCHER].clusters.invalidate()
     bob, carol = await create(api, "bob"), await create(api, "carol")
     assert (await submit(api, bob, "b1"))[0] == 202
