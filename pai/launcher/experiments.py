@@ -124,9 +124,10 @@ class ExperimentRunner:
                 asked = StoppedBy(trial.stopped_by) if trial.stopped_by else None
                 job = JobState(item.job_state) if item.job_state is not None else None  # None: deleted
                 state, stopped_by = trial_state(job, asked)
-                if state.value != trial.state or (stopped_by.value if stopped_by else None) != trial.stopped_by:
-                    store.set_trial_state(s, trial.id, state.value,
-                                          stopped_by=stopped_by.value if stopped_by else trial.stopped_by)
+                # who asked a trial to stop is kept while its job stops (the domain says None until it has)
+                by = stopped_by.value if stopped_by else trial.stopped_by
+                if state.value != trial.state or by != trial.stopped_by:
+                    store.set_trial_state(s, trial.id, state.value, stopped_by=by)
                     changed += 1
                     log.info("trial state experiment=%s trial=%d job=%s %s->%s", trial.experiment_id, trial.number,
                              item.job_key, trial.state, state.value)

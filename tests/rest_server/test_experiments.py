@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from pai.launcher import experiments as runner
-from pai.rest_server.keys import REPORTS, STORE
+from pai.rest_server.keys import LAUNCHER, REPORTS, STORE
 from pai.store import users
 from tests.eventually import eventually
 from tests.rest_server.conftest import Api
@@ -256,6 +256,25 @@ async def test_stopping_an_experiment_stops_its_trials(api: Api) -> None:
     assert status == 202 and "ended already" in body["message"]
 
 
+async def test_a_trial_asked_to_stop_is_written_once_while_its_job_stops(api: Api) -> None:
+    """Running trials of a stopped experiment: asked to stop, their jobs STOPPING while their tasks end; the trials
+    follow their jobs without a write a tick (who asked them is kept, not written again)."""
+    await create(api, experiment())
+    await trials_when(api, lambda ts: len(ts) == 2, "two trials")
+    await add_node(api, "n1")
+    commands = await starts(api, "n1", [])
+    await heartbeat(api, "n1", [report_of(c) for c in commands])
+    status, _ = await api.call("PUT", "/api/v2/experiments/admin~lr/executionType", json_body={"value": "STOP"})
+    assert status == 202
+    trials = await trials_when(api, lambda ts: all(t["stopRequested"] for t in ts), "both trials asked to stop")
+    assert {t["state"] for t in trials} == {"RUNNING"}  # their tasks have not ended: the jobs are STOPPING
+    follow = api.client.app[LAUNCHER].experiments.follow_jobs
+    assert [await api.client.app[STORE].call(follow) for _ in range(3)] == [0, 0, 0]
+    await heartbeat(api, "n1", [report_of(c, "exited", 143) for c in commands])
+    ended = await trials_when(api, lambda ts: all(t["state"] == "STOPPED" for t in ts), "both trials STOPPED")
+    assert [t["stoppedBy"] for t in ended] == ["user", "user"]
+
+
 async def test_reports_that_wait_for_the_writer_are_stored_in_one_transaction(api: Api) -> None:
     """While the writer thread is busy, reports gather; they are stored together, each answered as if alone."""
     await create(api, experiment())
@@ -306,7 +325,9 @@ async def test_a_trial_no_node_could_hold_is_submitted_with_the_warning_in_its_h
 
 
 async def test_an_experiment_whose_owner_was_deleted_is_stopped(api: Api) -> None:
-    """A decision with no new trial (both trials running) finds the owner gone: every trial is asked to stop."""
+    """A decision with no new trial (maxTrials reached) finds the owner gone: the trial still running is asked to
+    stop. The decision follows a trial's end: the trials' admission (RUNNING) may have been decided on before bob
+    was deleted, and a task's running report changes nothing of the experiment's progress."""
     await api.write(lambda s: users.create_user(s, "bob", "bob-password"))
     admin = api.token
     await api.login("bob", "bob-password")
@@ -317,7 +338,11 @@ async def test_an_experiment_whose_owner_was_deleted_is_stopped(api: Api) -> Non
     await add_node(api, "n1")
     commands = await starts(api, "n1", [])
     await api.write(lambda s: users.delete_user(s, "bob"))
-    await heartbeat(api, "n1", [report_of(c) for c in commands])  # running: the trials moved, the searcher looks
-    trials = await trials_when(api, lambda ts: all(t["stopRequested"] for t in ts), "both trials asked to stop",
-                               "bob~lr")
-    assert len(trials) == 2
+    ended, going = sorted(commands, key=lambda c: str(c["jobKey"]))  # trial 0's, trial 1's
+    await heartbeat(api, "n1", [report_of(ended, "exited", 0), report_of(going)])  # a trial ended: the searcher looks
+    # the running trial is asked to stop; the other one too if the trials' admission was decided on after the
+    # delete, else it is COMPLETED
+    trials = await trials_when(api, lambda ts: ts[0]["state"] != "RUNNING" and ts[1]["stopRequested"],
+                               "the running trial asked to stop, the other one ended", "bob~lr")
+    assert trials[0]["state"] in ("COMPLETED", "STOPPED") and trials[1]["state"] == "RUNNING"
+    assert trials[0]["stopRequested"] == (trials[0]["state"] == "STOPPED")
