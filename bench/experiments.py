@@ -18,7 +18,8 @@ Printed: reports accepted per second, their latency (p50, p99); the share of rep
 the writer thread included, the HTTP parsing and the event loop's queue not); the client's own event-loop lag (p99:
 how much of a latency is the client's); the master's CPU (its processes, all threads) as a share of one core and per
 report accepted; how long the master's and the client's threads were ready to run but waited for a CPU (the kernel's
-schedstat: on a shared machine, what others' work cost them); and the searcher's decisions
+schedstat: on a shared machine, what others' work cost them); the reports stored in one transaction on average
+(``pai_trial_report_batch_size``: those that waited for the writer together); and the searcher's decisions
 (``pai_searcher_decide_seconds`` from the master's /metrics): how many, their mean time, and their time per report.
 Figures, not assertions. Goal (issue 29): 1,000 reports/s on one core with p99 <= 20 ms.
 """
@@ -203,6 +204,8 @@ class Figures:
     handled: float = 0.0
     over_10ms: float = 0.0
     over_25ms: float = 0.0
+    batches: float = 0.0  # transactions that stored reports (pai_trial_report_batch_size)
+    batched: float = 0.0  # the reports they stored
 
     def __sub__(self, other: Figures) -> Figures:
         return Figures(*(a - b for a, b in zip(astuple(self), astuple(other), strict=True)))
@@ -218,6 +221,11 @@ def master_figures(c: Cluster) -> Figures:
             got.decide_sum += float(value)
         else:
             got.decide_count += float(value)
+    for name, value in re.findall(r"^pai_trial_report_batch_size_(sum|count) (\S+)$", text, re.M):
+        if name == "sum":
+            got.batched += float(value)
+        else:
+            got.batches += float(value)
     buckets = {float(le): float(n) for le, route, n in re.findall(
         r'^pai_rest_request_duration_seconds_bucket\{le="([^"]+)",method="POST",route="([^"]+)",status_class="2xx"\}'
         r" (\S+)$", text, re.M) if route.startswith("/api/v2/trials/") and route.endswith("/metrics")}
@@ -269,6 +277,9 @@ async def run(c: Cluster, trials: int, rate: float, seconds: float, searcher: st
           f"processes together)   {cpu / max(load.accepted, 1) * 1e6:.0f} us per report accepted")
     print(f"waiting for a CPU      master {waited / wall * 100:5.1f} % of the time   client "
           f"{mine / wall * 100:5.1f} %   (ready to run, not running: their threads together)")
+    if got.batches:
+        print(f"reports a transaction  {got.batched / got.batches:8.1f}   ({got.batches:.0f} transactions, "
+              f"{got.batches / wall:.0f} /s)")
     mean = got.decide_sum / got.decide_count * 1000 if got.decide_count else 0.0
     print(f"searcher decisions     {got.decide_count:8.0f}   mean {mean:.1f} ms   "
           f"{got.decide_sum / max(load.accepted, 1) * 1e6:.0f} us per report   ({got.decide_sum:.1f} s in all)")

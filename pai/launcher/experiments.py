@@ -5,7 +5,8 @@ A user's experiment is stored as posted (``create``); the launcher loop of the l
 1. ``follow_jobs`` (writer): every trial not ended takes its job's state (``pai.domain.experiment.trial_state``):
    a trial *is* its job, scheduled like any other (gangs, priorities, preemption, retries).
 2. ``pending`` (a reader): the experiments whose trials changed since the searcher last looked (``Progress``: their
-   states and how many values they reported), each with its records as the domain's ``Trial``\\ s.
+   states, and how many values they reported or, for successive halving on steps, how many rungs they reached: a
+   report between two rungs changes nothing of its decision), each with its records as the domain's ``Trial``\\ s.
 3. ``pai.launcher.searcher.decide`` (in its own process, ``pai.launcher.decider``: Optuna's work never holds the
    writer, nor the master's GIL).
 4. ``apply`` (writer): if the experiment's progress is still what was decided on, the new trials (a row, a token,
@@ -138,10 +139,8 @@ class ExperimentRunner:
         works: list[Work] = []
         with self.db.session() as s:
             for row in store.list_experiments(s, states=_UNENDED_EXPERIMENTS):
-                progress = store.progress(s, row.id)
                 experiment = experiment_from_config(row.spec)
-                if not experiment.searcher.name.stops_early:  # only ended trials' values count: not every report
-                    progress = replace(progress, points=0)
+                progress = _progress(s, row.id, experiment)
                 if self._decided.get(row.id) == (progress, row.stop_requested):
                     continue
                 works.append(Work(row, experiment, _trials(s, row.id, experiment), progress))
@@ -167,7 +166,8 @@ class ExperimentRunner:
                 for new in decision.new_trials:
                     assert owner is not None
                     submitted |= self._new_trial(s, row, owner, new, work.experiment, priority_classes)
-            after = store.progress(s, row.id)  # read once: what ends the experiment, and where the next slice starts
+            # read once: what ends the experiment, and where the next slice starts
+            after = _progress(s, row.id, work.experiment)
             if self._end_if_done(s, row, decision, progress, after):
                 self._decided.pop(row.id, None)
                 going_on = False
@@ -228,6 +228,17 @@ class ExperimentRunner:
         store.set_experiment_state(s, row.id, state.value, ended_at=self.clock())
         log.info("experiment ended experiment=%s state=%s trials=%d", row.key, state.value, before.trials)
         return True
+
+
+def _progress(s: Session, experiment_id: int, experiment: Experiment) -> store.Progress:
+    """Where the experiment is, as far as its searcher's decision goes: its trials' states, and what of their reports
+    it judges (successive halving on steps: the rungs reached; another that stops early: every value; one that does
+    not: none, only ended trials count)."""
+    searcher = experiment.searcher
+    if searcher.rungs and searcher.time_metric == "step":
+        return store.progress(s, experiment_id, searcher.rungs)
+    progress = store.progress(s, experiment_id)
+    return progress if searcher.name.stops_early else replace(progress, points=0)
 
 
 def _trials(s: Session, experiment_id: int, experiment: Experiment) -> tuple[Trial, ...]:

@@ -28,6 +28,7 @@ from pai.protocol.problems import ProblemKind, kind_of
 # Seconds a job waits for its admission: from a second to over a day (a GPU queue's range).
 WAITING_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400, float("inf"))
 PASS_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, float("inf"))
+BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 1000, float("inf"))
 LEASE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, float("inf"))
 REST_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, float("inf"))
 MB = 1024 * 1024
@@ -67,6 +68,10 @@ class LauncherMetrics:
         self.decide_seconds = Histogram("pai_searcher_decide_seconds", "Time the searcher took to decide an "
                                         "experiment's next step (Optuna, replaying its records)", ["searcher"],
                                         buckets=PASS_BUCKETS, registry=r)
+        # trial reports (pai.rest_server.reports): how many went in one transaction (this process's: on PostgreSQL
+        # each API worker batches its own)
+        self.report_batch = Histogram("pai_trial_report_batch_size", "Trial reports stored in one transaction",
+                                      buckets=BATCH_BUCKETS, registry=r)
         # heartbeats that needed the store (pai.launcher.service): the jobs they loaded whole (those they changed,
         # started a task of or told the members of, and any not seen before), not every job on their nodes
         self.heartbeat_jobs_loaded = Counter("pai_heartbeat_jobs_loaded", "Jobs the heartbeats that needed the "

@@ -81,7 +81,7 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
     app[LAUNCHER] = Launcher(db, config.launcher, protected_paths=(str(config.data_dir),))
     app[VCADMIN] = VcAdmin(db, app[LAUNCHER].clock, app[LAUNCHER].clusters, app[LAUNCHER].accounts)
     app[SERVICE] = Service(app[LAUNCHER], app[VCADMIN], store, wake=lambda: app[WAKE]())
-    app[REPORTS] = ReportBatcher(store, db)
+    app[REPORTS] = ReportBatcher(store, db, app[LAUNCHER].metrics.report_batch.observe)
     if part.launches():
         await _prepare(app, store, db)
     yield

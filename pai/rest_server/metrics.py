@@ -22,6 +22,7 @@ from pai.rest_server.service import Context, anonymous
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 REST_FAMILY = "pai_rest_request_duration_seconds"
+REPORT_BATCH_FAMILY = "pai_trial_report_batch_size"
 
 
 @anonymous(writes=False)
@@ -49,13 +50,14 @@ def _registry(*collectors: Collector) -> CollectorRegistry:
 
 
 class _Requests(Collector):
-    """``pai_rest_request_duration_seconds`` summed over the API workers: gunicorn's arbiter is started with
-    prometheus_client's multiprocess directory (``pai.rest_server.serve``), where each worker's values are kept."""
+    """``pai_rest_request_duration_seconds`` and ``pai_trial_report_batch_size`` summed over the API workers:
+    gunicorn's arbiter is started with prometheus_client's multiprocess directory (``pai.rest_server.serve``), where
+    each worker's values are kept."""
 
     def collect(self) -> Iterator[Metric]:
         workers = MultiProcessCollector(None, os.environ[MULTIPROC_ENV])  # type: ignore[no-untyped-call]
         for family in workers.collect():  # type: ignore[no-untyped-call]
-            if family.name == REST_FAMILY:
+            if family.name in (REST_FAMILY, REPORT_BATCH_FAMILY):
                 yield family
 
 

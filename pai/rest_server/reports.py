@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 
 from pai.launcher.loop import StoreThread
 from pai.store.db import Database
@@ -25,8 +26,9 @@ MAX_BATCH = 1_000  # reports in one transaction at most
 
 
 class ReportBatcher:
-    def __init__(self, store: StoreThread, db: Database) -> None:
-        self.store, self.db = store, db
+    def __init__(self, store: StoreThread, db: Database, observe: Callable[[float], None] | None = None) -> None:
+        """``observe``: told each transaction's number of reports (``pai_trial_report_batch_size``)."""
+        self.store, self.db, self._observe = store, db, observe
         self._waiting: list[tuple[Incoming, asyncio.Future[Outcome | Exception]]] = []
         self._draining: asyncio.Task[None] | None = None
         self.batches = 0  # transactions so far (the tests and the benchmark read it)
@@ -50,6 +52,8 @@ class ReportBatcher:
                     log.warning("trial reports not stored reports=%d error=%r", len(items), e)
                     outcomes = [e] * len(items)
                 self.batches += 1
+                if self._observe is not None:
+                    self._observe(len(items))
                 for (_, done), outcome in zip(batch, outcomes, strict=True):
                     if not done.done():  # the trial went away meanwhile
                         done.set_result(outcome)

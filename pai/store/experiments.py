@@ -11,6 +11,8 @@ Metrics and checkpoints: ``pai.store.trial_reports``.
 from __future__ import annotations
 
 import time
+from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -209,11 +211,18 @@ class Progress:
     states: tuple[tuple[int, str, bool], ...]  # (number, state, stop_requested) by number
 
 
-def progress(s: Session, experiment_id: int) -> Progress:
-    rows = s.execute(select(TrialRow.number, TrialRow.state, TrialRow.stop_requested, TrialRow.points)
+def progress(s: Session, experiment_id: int, rungs: Sequence[int] = ()) -> Progress:
+    """``points``: the values its trials reported; with ``rungs`` (sorted steps of the searcher's metric), the rungs
+    its trials reached instead (each trial's latest step of that metric, past how many of them): successive halving
+    judges a trial at its rungs only, and a report between two changes nothing of its decision."""
+    rows = s.execute(select(TrialRow.number, TrialRow.state, TrialRow.stop_requested, TrialRow.points,
+                            TrialRow.latest_step)
                      .where(TrialRow.experiment_id == experiment_id).order_by(TrialRow.number)).all()
-    return Progress(len(rows), sum(int(r.points) for r in rows),
-                    tuple((int(r.number), str(r.state), bool(r.stop_requested)) for r in rows))
+    if rungs:
+        points = sum(bisect_right(rungs, r.latest_step) for r in rows if r.latest_step is not None)
+    else:
+        points = sum(int(r.points) for r in rows)
+    return Progress(len(rows), points, tuple((int(r.number), str(r.state), bool(r.stop_requested)) for r in rows))
 
 
 @dataclass(frozen=True, slots=True)

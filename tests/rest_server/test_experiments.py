@@ -293,6 +293,8 @@ async def test_reports_that_wait_for_the_writer_are_stored_in_one_transaction(ap
     held = asyncio.create_task(api.client.app[STORE].call(hold))
     assert await asyncio.to_thread(busy.wait, 10)
     before = batcher.batches
+    registry = api.client.app[LAUNCHER].metrics.registry
+    stored_before = registry.get_sample_value("pai_trial_report_batch_size_sum") or 0.0
     calls = [api.call("POST", f"/api/v2/trials/{trial}/metrics", token=tok,
                       json_body={"step": step, "metrics": {"loss": 1.0 / (step + 1)}})
              for step in range(10) for trial, tok in ((first, mine), (second, theirs))]
@@ -306,6 +308,9 @@ async def test_reports_that_wait_for_the_writer_are_stored_in_one_transaction(ap
     assert got[:20] == [(200, {"stored": 1, "stop": False})] * 20
     assert got[20][0] == 403 and got[20][1]["code"] == "ForbiddenUserError"
     assert batcher.batches - before <= 2  # what waited went together (the last may have come after)
+    # pai_trial_report_batch_size: the 21 reports (the refused one too: its token was looked up), in those batches
+    assert registry.get_sample_value("pai_trial_report_batch_size_sum") - stored_before == 21
+    assert registry.get_sample_value("pai_trial_report_batch_size_bucket", {"le": "1.0"}) <= 1
     status, series = await api.call("GET", f"/api/v2/trials/{first}/metrics?name=loss")
     assert status == 200 and [step for step, _ in series["metrics"]["loss"]] == list(range(10))
 

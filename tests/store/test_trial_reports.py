@@ -169,3 +169,24 @@ def test_checkpoints_latest_by_step_and_the_same_step_replaced(db: Database, tri
             trial_reports.add_checkpoint(s, trial_id, 30, "", {})
         with pytest.raises(NoTrialError):
             trial_reports.add_checkpoint(s, trial_id + 100, 30, "/x", {})
+
+
+def test_progress_counts_the_rungs_its_trials_reached_not_every_report(db: Database) -> None:
+    """Successive halving judges a trial at its rungs (steps 4 and 16 here): with them, an experiment's progress
+    moves when a trial's latest step of the searcher's metric reaches one, not at each report between."""
+    with db.session() as s:
+        eid = experiments.create_experiment(s, "bob", "sh", "default", {"searcher": {"metric": "loss"}},
+                                            state="RUNNING").id
+        tid = experiments.add_trial(s, eid, 0, {}, "digest-r", state="RUNNING").id
+
+    def now() -> tuple[int, int]:
+        with db.session() as s:
+            return experiments.progress(s, eid, (4, 16)).points, experiments.progress(s, eid).points
+
+    seen = []
+    for step, values in ((1, {"loss": 1.0}), (3, {"loss": 1.0}), (4, {"loss": 1.0}), (5, {"loss": 1.0}),
+                         (20, {"acc": 0.5}), (15, {"loss": 1.0}), (16, {"loss": 1.0}), (40, {"loss": 1.0})):
+        report(db, tid, step, values)
+        seen.append(now())
+    # (rungs reached, values reported): another metric's report, even past a rung, reaches none
+    assert seen == [(0, 1), (0, 2), (1, 3), (1, 4), (1, 5), (1, 6), (2, 7), (2, 8)]
