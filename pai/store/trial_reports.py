@@ -21,15 +21,16 @@ import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
 from typing import Any, cast
 
-from sqlalchemy import BigInteger, BindParameter, Double, Table, and_, bindparam, case, func, or_, select, update
+from sqlalchemy import Table, and_, bindparam, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from pai.domain.errors import InvalidParametersError, NoTrialError
+from pai.store import report_statements as statements
+from pai.store.report_statements import INSERTS, move
 from pai.store.schema import ExperimentRow, TrialCheckpointRow, TrialMetricRow, TrialRow
 
 MAX_POINTS_PER_TRIAL = 50_000
@@ -86,39 +87,7 @@ def check_values(values: Mapping[str, object]) -> dict[str, float]:
     return checked
 
 
-_METRICS, _TRIALS = cast(Table, TrialMetricRow.__table__), cast(Table, TrialRow.__table__)
-# Built once (a report is the hottest write of an experiment): Core statements on the tables, compiled once per
-# dialect and cached by SQLAlchemy. RETURNING names the rows inserted (a conflicting one returns nothing): a rowcount
-# is not reliable on every driver.
-_INSERTS = {dialect: insert(_METRICS).on_conflict_do_nothing().returning(_METRICS.c.name)
-            for dialect, insert in (("postgresql", postgresql.insert), ("sqlite", sqlite.insert))}
-
-
-@cache
-def _move(smaller: bool | None, *, guarded: bool) -> Any:
-    """The update of a trial's row after a report: its count of values (``guarded``: only within the cap, returning
-    whether the trial should stop), and, when the report stored a value of the searcher's metric (``smaller``: its
-    direction; None: none stored), its latest and best value. Conditions on the row as it was, as SQL's SET reads it:
-    two API workers' reports of one trial at once keep the later step and the better value, whatever their order."""
-    t = _TRIALS.c
-    values: dict[str, Any] = {"points": t.points + bindparam("added")}
-    if smaller is not None:
-        ls, bs = bindparam("ls", type_=BigInteger()), bindparam("bs", type_=BigInteger())
-        lv: BindParameter[float] = bindparam("lv", type_=Double())
-        bv: BindParameter[float] = bindparam("bv", type_=Double())
-        later = or_(t.latest_step.is_(None), t.latest_step < ls)
-        improves = (t.best_value > bv) if smaller else (t.best_value < bv)
-        better = or_(t.best_value.is_(None), improves, and_(t.best_value == bv, t.best_step > bs))
-        values |= {"latest_step": case((later, ls), else_=t.latest_step),
-                   "latest_value": case((later, lv), else_=t.latest_value),
-                   "best_step": case((better, bs), else_=t.best_step),
-                   "best_value": case((better, bv), else_=t.best_value)}
-    statement = update(_TRIALS).where(t.id == bindparam("trial")).values(**values)
-    if guarded:
-        statement = statement.where(t.points + bindparam("added") <= bindparam("cap")).returning(t.stop_requested)
-    return statement
-
-
+_TRIALS = cast(Table, TrialRow.__table__)
 _SEARCHED = select(ExperimentRow.id, ExperimentRow.spec).where(ExperimentRow.id.in_(bindparam("ids", expanding=True)))
 _EXPERIMENT_OF = select(_TRIALS.c.experiment_id).where(_TRIALS.c.id == bindparam("trial"))
 
@@ -140,19 +109,6 @@ def _summary(stored: Iterable[tuple[int, float]], smaller: bool) -> dict[str, An
     return {"ls": latest[0], "lv": latest[1], "bs": best[0], "bv": best[1]}
 
 
-_INSERTS_KEYED = {dialect: insert(_METRICS).on_conflict_do_nothing().returning(
-    _METRICS.c.trial_id, _METRICS.c.step, _METRICS.c.name) for dialect, insert in (
-    ("postgresql", postgresql.insert), ("sqlite", sqlite.insert))}
-_EXPERIMENTS = cast(Table, ExperimentRow.__table__)
-# The batch's trials by their tokens' digests, each with its experiment's searcher metric and direction read out of
-# the spec by the database (one statement, no spec decoded here: a batch is often a single report)
-_HOLDERS = (select(_TRIALS.c.id, _TRIALS.c.experiment_id, _TRIALS.c.token_hash, _TRIALS.c.points,
-                   _TRIALS.c.stop_requested, _EXPERIMENTS.c.spec[("searcher", "metric")].as_string().label("metric"),
-                   _EXPERIMENTS.c.spec[("searcher", "smallerIsBetter")].as_boolean().label("smaller"))
-            .join(_EXPERIMENTS, _EXPERIMENTS.c.id == _TRIALS.c.experiment_id)
-            .where(_TRIALS.c.token_hash.in_(bindparam("digests", expanding=True))))
-
-
 def report(s: Session, trial_id: int, step: object, values: Mapping[str, object], *,
            now: float | None = None, known: bool = False) -> ReportAnswer:
     """Store the trial's ``values`` at ``step`` (the first value of each name at a step stays); whether it should stop.
@@ -166,12 +122,12 @@ def report(s: Session, trial_id: int, step: object, values: Mapping[str, object]
     if experiment is None:
         raise NoTrialError(f"trial {trial_id} not found")
     metric, smaller = _searched(s, [experiment]).get(experiment, (None, True))
-    names = {r.name for r in s.execute(_INSERTS[s.get_bind().dialect.name], rows)}
+    names = {r.name for r in s.execute(INSERTS[s.get_bind().dialect.name], rows)}
     params: dict[str, Any] = {"trial": trial_id, "added": len(names), "cap": MAX_POINTS_PER_TRIAL}
     summarized = metric is not None and metric in names
     if summarized:
         params |= _summary([(at_step, checked[str(metric)])], smaller)
-    moved = s.execute(_move(smaller if summarized else None, guarded=True), params).one_or_none()
+    moved = s.execute(move(smaller if summarized else None, guarded=True), params).one_or_none()
     stored = len(names)
     if moved is None:
         raise InvalidParametersError(
@@ -210,7 +166,7 @@ def report_many(c: Connection, items: Sequence[Incoming]) -> list[Outcome]:
     in a transaction (``engine.begin()``), not a Session: a batch is often one report, and a Session's own work
     (its creation, its transaction's states) was a fifth of a batch's."""
     digests = sorted({item.digest for item in items})
-    holders = {row.token_hash: row for row in c.execute(_HOLDERS, {"digests": digests})}
+    holders = {row.token_hash: row for row in statements.holders(c, digests)}
     outcomes: list[Outcome | None] = [None] * len(items)
     fast: dict[int, list[int]] = {}  # trial id -> the items of it in this batch
     for i, item in enumerate(items):
@@ -232,8 +188,7 @@ def report_many(c: Connection, items: Sequence[Incoming]) -> list[Outcome]:
             for indices in fast.values() for i in indices for name, value in sorted(items[i].values.items())]
     inserted: set[tuple[int, int, str]] = set()
     if rows:
-        insert = _INSERTS_KEYED[c.dialect.name]
-        inserted = {(int(r.trial_id), int(r.step), r.name) for r in c.execute(insert, rows)}
+        inserted = statements.insert_keyed(c, rows)
     moves: dict[bool | None, list[dict[str, Any]]] = {}
     for trial, indices in sorted(fast.items()):  # trials' rows taken in one order: API workers never deadlock
         metric, smaller = by_id[trial].metric, by_id[trial].smaller is not False  # the spec's default: smaller
@@ -253,7 +208,7 @@ def report_many(c: Connection, items: Sequence[Incoming]) -> list[Outcome]:
             params |= _summary(of_metric, smaller)
         moves.setdefault(smaller if of_metric else None, []).append(params)
     for direction, params_list in moves.items():
-        c.execute(_move(direction, guarded=False), params_list)
+        statements.apply_moves(c, direction, params_list)
     done = [o for o in outcomes if o is not None]
     assert len(done) == len(items)
     return done
