@@ -85,6 +85,7 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
     if part.launches():
         await _prepare(app, store, db)
     yield
+    await store.call(app[REPORTS].close)
     await store.call(db.dispose)
     store.close()
 

@@ -17,6 +17,8 @@ import asyncio
 import logging
 from collections.abc import Callable
 
+from sqlalchemy.engine import Connection
+
 from pai.launcher.loop import StoreThread
 from pai.store.db import Database
 from pai.store.trial_reports import Incoming, Outcome, report_many
@@ -31,6 +33,7 @@ class ReportBatcher:
         self.store, self.db, self._observe = store, db, observe
         self._waiting: list[tuple[Incoming, asyncio.Future[Outcome | Exception]]] = []
         self._draining: asyncio.Task[None] | None = None
+        self._connection: Connection | None = None  # SQLite: the batches' connection (``_store``)
         self.batches = 0  # transactions so far (the tests and the benchmark read it)
 
     async def submit(self, item: Incoming) -> Outcome | Exception:
@@ -61,5 +64,23 @@ class ReportBatcher:
             self._draining = None
 
     def _store(self, items: list[Incoming]) -> list[Outcome]:
-        with self.db.engine.begin() as c:
-            return report_many(c, items)
+        """On the writer thread. SQLite: on a connection of the batcher's own, kept between batches (the pool's
+        checkout and return were a third of a one-report batch's CPU); PostgreSQL: one from the pool each time (a
+        connection kept would outlive a server restart)."""
+        if self.db.dialect != "sqlite":
+            with self.db.engine.begin() as c:
+                return report_many(c, items)
+        if self._connection is None:
+            self._connection = self.db.engine.connect()
+        try:
+            with self._connection.begin():
+                return report_many(self._connection, items)
+        except Exception:
+            self.close()  # a fresh one for the next batch
+            raise
+
+    def close(self) -> None:
+        """On the writer thread, before the database is disposed: the connection kept, if any, back to the pool."""
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            connection.close()
