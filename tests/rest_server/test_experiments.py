@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 import yaml
+from sqlalchemy import event
 
 from pai.launcher import experiments as runner
-from pai.rest_server.keys import LAUNCHER, REPORTS, STORE
+from pai.rest_server.keys import DB, LAUNCHER, REPORTS, STORE
 from pai.store import users
 from tests.eventually import eventually
 from tests.rest_server.conftest import Api
@@ -273,6 +274,37 @@ async def test_a_trial_asked_to_stop_is_written_once_while_its_job_stops(api: Ap
     await heartbeat(api, "n1", [report_of(c, "exited", 143) for c in commands])
     ended = await trials_when(api, lambda ts: all(t["state"] == "STOPPED" for t in ts), "both trials STOPPED")
     assert [t["stoppedBy"] for t in ended] == ["user", "user"]
+
+
+async def test_the_batches_keep_one_connection_on_sqlite_and_give_it_back(api: Api) -> None:
+    """SQLite: every batch on the batcher's own connection, given back to the pool when the batcher closes (before
+    the database is disposed); PostgreSQL: one from the pool each batch, none kept."""
+    await create(api, experiment())
+    await trials_when(api, lambda ts: len(ts) == 2, "two trials")
+    await add_node(api, "n1")
+    commands = await starts(api, "n1", [])
+
+    async def reports(step: int) -> None:
+        for c in commands:
+            status, _ = await api.call("POST", f"/api/v2/trials/{c['env']['PAI_TRIAL_ID']}/metrics",
+                                       token=c["env"]["PAI_TRIAL_TOKEN"], json_body={"step": step, "metrics": {"l": 1}})
+            assert status == 200
+
+    await reports(0)
+    batcher, sqlite = api.client.app[REPORTS], api.client.app[DB].dialect == "sqlite"
+    kept = batcher._connection
+    assert (kept is not None) == sqlite
+    kept_dbapi = kept.connection.dbapi_connection if kept is not None else None
+    pool = api.client.app[DB].engine.pool
+    checkins: list[object] = []
+    event.listen(pool, "checkin", lambda dbapi, record: checkins.append(dbapi))
+    for step in range(1, 5):
+        await reports(step)
+    assert batcher._connection is kept and all(dbapi is not kept_dbapi for dbapi in checkins)  # kept between batches
+    held = pool.checkedout()
+    await api.client.app[STORE].call(batcher.close)
+    assert batcher._connection is None and pool.checkedout() == held - (1 if sqlite else 0)
+    assert (kept_dbapi in checkins) == sqlite  # given back at the close
 
 
 async def test_reports_that_wait_for_the_writer_are_stored_in_one_transaction(api: Api) -> None:
