@@ -80,6 +80,7 @@ def test_an_admin_makes_a_vc_and_a_user_who_runs_a_job_in_it(admin_dash: Cluster
     shot(page, "admin-users")
 
     page.click("#logout")
+    expect(page.locator("form.login")).to_be_visible()  # signed out (two requests first): then a new page load
     sign_in(page, admin_dash.url, *CAROL, expect)
     expect(page.locator("nav a[data-page=nodes]")).to_be_visible()
     expect(page.locator("nav a[data-page=admin]")).to_be_hidden()
