@@ -64,9 +64,9 @@ class ReportBatcher:
             self._draining = None
 
     def _store(self, items: list[Incoming]) -> list[Outcome]:
-        """On the writer thread. SQLite: on a connection of the batcher's own, kept between batches (the pool's
-        checkout and return were a third of a one-report batch's CPU); PostgreSQL: one from the pool each time (a
-        connection kept would outlive a server restart)."""
+        """On the writer thread. SQLite: on a connection of the batcher's own, kept between batches (no pool checkout
+        and return each time: ADR 0003, addendum); PostgreSQL: one from the pool each time (a connection kept would
+        outlive a server restart)."""
         if self.db.dialect != "sqlite":
             with self.db.engine.begin() as c:
                 return report_many(c, items)

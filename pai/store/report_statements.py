@@ -4,8 +4,8 @@
 they go through SQLAlchemy's execution. On SQLite, where the master's one writer thread stores every batch and a
 batch is mostly one to four reports, they go to the driver's cursor on the transaction's connection, as SQL that
 SQLAlchemy compiled from the same statements (once per shape, with positional bound parameters): SQLAlchemy's own
-execution of a statement (its context, its cache lookup, its result processing) was most of a batch's CPU and
-SQLite's work a tenth of it. ADR 0003 says what it costs and what it buys.
+execution of a statement (its context, its cache lookup, its result processing) was most of a batch's CPU. ADR 0003
+(addendum) says what it costs and what it buys, measured.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ _EXPERIMENTS = cast(Table, ExperimentRow.__table__)
 # dialect and cached by SQLAlchemy. RETURNING names the rows inserted (a conflicting one returns nothing): a rowcount
 # is not reliable on every driver.
 INSERTS = {dialect: insert(_METRICS).on_conflict_do_nothing().returning(_METRICS.c.name)
-            for dialect, insert in (("postgresql", postgresql.insert), ("sqlite", sqlite.insert))}
+           for dialect, insert in (("postgresql", postgresql.insert), ("sqlite", sqlite.insert))}
 
 
 @cache
