@@ -21,7 +21,10 @@ report accepted; how long the master's and the client's threads were ready to ru
 schedstat: on a shared machine, what others' work cost them); the reports stored in one transaction on average
 (``pai_trial_report_batch_size``: those that waited for the writer together); and the searcher's decisions
 (``pai_searcher_decide_seconds`` from the master's /metrics): how many, their mean time, and their time per report.
-Figures, not assertions. Goal (issue 29): 1,000 reports/s on one core with p99 <= 20 ms.
+The master's /metrics are read one second before the measure starts (a scrape costs the master a few milliseconds:
+not the first reports' wait) and after it ends. The client collects no garbage while it measures (``gc.freeze``,
+``gc.disable``): a collection of its own (80-180 ms seen here) paused its clock with reports in flight, and counted
+in their latency. Figures, not assertions. Goal (issue 29): 1,000 reports/s on one core with p99 <= 20 ms.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import os
 import random
@@ -49,6 +53,7 @@ from tests.e2e.harness import AGENT_TOKEN, Cluster, cluster
 
 NODE = "bench-node"
 WARMUP = 5.0  # seconds before the measure: every trial started, its connection open
+SETTLE = 1.0  # seconds between the scrape of the master's /metrics before the measure and its start
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -182,11 +187,11 @@ def pin(pid: int, cpu: int) -> int:
     return threads
 
 
-def waited_seconds(pid: int) -> float:
-    """How long the threads of ``pid`` and of the processes under it were ready to run but waited for a CPU
-    (the kernel's schedstat): what the machine's other work cost them."""
+def waited_seconds(pid: int, children: bool = True) -> float:
+    """How long the threads of ``pid`` (and, with ``children``, of the processes under it) were ready to run but
+    waited for a CPU (the kernel's schedstat): what other work on their CPU cost them."""
     total = 0
-    for p in tree(pid):
+    for p in tree(pid) if children else {pid}:
         with contextlib.suppress(OSError):
             for task in Path(f"/proc/{p}/task").iterdir():
                 with contextlib.suppress(OSError):
@@ -252,14 +257,20 @@ async def run(c: Cluster, trials: int, rate: float, seconds: float, searcher: st
         load = Load(c.url, rate, now + WARMUP, now + WARMUP + seconds)
         playing = asyncio.create_task(agent(load, c, session))
         lagging = asyncio.create_task(lag(load))
-        await asyncio.sleep(WARMUP)
-        cpu, waited, mine, before = await asyncio.to_thread(
-            lambda: (cpu_seconds(pid), waited_seconds(pid), waited_seconds(os.getpid()), master_figures(c)))
+        await asyncio.sleep(WARMUP - SETTLE)
+        before = await asyncio.to_thread(master_figures, c)  # a scrape: not in the measure (it starts once settled)
+        await asyncio.sleep(max(0.0, load.since - time.monotonic()))
+        cpu, waited, mine = await asyncio.to_thread(
+            lambda: (cpu_seconds(pid), waited_seconds(pid), waited_seconds(os.getpid(), children=False)))
+        gc.freeze()  # the client's own collections would pause its clock mid-measure: none until the end
+        gc.disable()
         await playing
         await lagging
         wall = time.monotonic() - load.since
-        cpu, got = cpu_seconds(pid) - cpu, master_figures(c) - before
-        waited, mine = waited_seconds(pid) - waited, waited_seconds(os.getpid()) - mine
+        cpu, waited = cpu_seconds(pid) - cpu, waited_seconds(pid) - waited
+        mine = waited_seconds(os.getpid(), children=False) - mine
+        gc.enable()
+        got = master_figures(c) - before
     lat = load.latencies
     print(f"trials at once {trials}, {rate:g} reports/s each, searcher {searcher}, {wall:.0f} s measured")
     print(f"reports accepted       {load.accepted / wall:8.0f} /s   (offered {trials * rate:.0f}/s; refused "

@@ -150,8 +150,7 @@ class ExperimentRunner:
         """Writer, in one unit: the decision (or a slice of it) on ``work``, if the experiment is where it was."""
         with self.db.unit() as s:
             row = store.get_experiment_by_id(s, work.row.id)
-            progress = store.progress(s, row.id)
-            if progress.states != work.progress.states or ExperimentState(row.state).is_terminal():
+            if store.unended_states(s, row.id) != work.progress.states or ExperimentState(row.state).is_terminal():
                 return Applied(False, None)  # a trial moved on meanwhile: the next tick decides again (new reports
                 # alone do not void a decision: it was right on the records it saw, and the next one sees them)
             # the owner's groups only for new trials' jobs (a slice of stops needs no more than that the owner exists)
@@ -168,7 +167,7 @@ class ExperimentRunner:
                     submitted |= self._new_trial(s, row, owner, new, work.experiment, priority_classes)
             # read once: what ends the experiment, and where the next slice starts
             after = _progress(s, row.id, work.experiment)
-            if self._end_if_done(s, row, decision, progress, after):
+            if self._end_if_done(s, row, decision, work.progress, after):
                 self._decided.pop(row.id, None)
                 going_on = False
             else:

@@ -11,12 +11,11 @@ Metrics and checkpoints: ``pai.store.trial_reports``.
 from __future__ import annotations
 
 import time
-from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, delete, func, insert, select, update
+from sqlalchemy import bindparam, case, delete, func, insert, literal, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -208,21 +207,30 @@ class Progress:
 
     trials: int
     points: int
-    states: tuple[tuple[int, str, bool], ...]  # (number, state, stop_requested) by number
+    states: tuple[tuple[int, str, bool], ...]  # (number, state, stop_requested) of the trials not ended, by number:
+    # an ended trial's never change (its job is no longer followed), so these and ``trials`` say every change
 
 
 def progress(s: Session, experiment_id: int, rungs: Sequence[int] = ()) -> Progress:
     """``points``: the values its trials reported; with ``rungs`` (sorted steps of the searcher's metric), the rungs
     its trials reached instead (each trial's latest step of that metric, past how many of them): successive halving
-    judges a trial at its rungs only, and a report between two changes nothing of its decision."""
-    rows = s.execute(select(TrialRow.number, TrialRow.state, TrialRow.stop_requested, TrialRow.points,
-                            TrialRow.latest_step)
-                     .where(TrialRow.experiment_id == experiment_id).order_by(TrialRow.number)).all()
-    if rungs:
-        points = sum(bisect_right(rungs, r.latest_step) for r in rows if r.latest_step is not None)
-    else:
-        points = sum(int(r.points) for r in rows)
-    return Progress(len(rows), points, tuple((int(r.number), str(r.state), bool(r.stop_requested)) for r in rows))
+    judges a trial at its rungs only, and a report between two changes nothing of its decision. Counted by the
+    database, and only the trials not ended read: the cost follows the trials running, not all those an experiment
+    of a thousand trials ran."""
+    t = TrialRow
+    counted = sum((case((t.latest_step >= rung, 1), else_=0) for rung in rungs), start=literal(0)) if rungs \
+        else t.points
+    trials, points = s.execute(select(func.count(), func.coalesce(func.sum(counted), 0))
+                               .where(t.experiment_id == experiment_id)).one()
+    return Progress(int(trials), int(points), unended_states(s, experiment_id))
+
+
+def unended_states(s: Session, experiment_id: int) -> tuple[tuple[int, str, bool], ...]:
+    """The experiment's trials not ended: (number, state, stop_requested), by number (``Progress.states``)."""
+    t = TrialRow
+    rows = s.execute(select(t.number, t.state, t.stop_requested)
+                     .where(t.experiment_id == experiment_id, t.state.in_(UNENDED)).order_by(t.number))
+    return tuple((int(number), str(state), bool(asked)) for number, state, asked in rows)
 
 
 @dataclass(frozen=True, slots=True)

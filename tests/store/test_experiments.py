@@ -109,3 +109,26 @@ def test_a_trials_job_deleted_alone_leaves_the_trial_and_its_curve(db: Database,
     with db.session() as s:
         assert experiments.get_trial(s, trial.id).job_id is None
         assert trial_reports.series(s, trial.id) == {"loss": [(1, 1.0)]}
+
+
+def test_progress_reads_the_trials_not_ended_and_counts_every_trial(db: Database, experiment_id: int) -> None:
+    """What the searcher decides on: every trial counted, the states of those not ended (an ended trial's states never
+    change again); a trial that ends, one asked to stop and a new one each change it."""
+    with db.session() as s:
+        ids = [experiments.add_trial(s, experiment_id, n, {}, f"digest-p{n}", state="RUNNING").id for n in range(3)]
+        before = experiments.progress(s, experiment_id)
+        experiments.set_trial_state(s, ids[0], "COMPLETED")
+        ended = experiments.progress(s, experiment_id)
+        experiments.request_trial_stop(s, ids[1], "searcher")
+        asked = experiments.progress(s, experiment_id)
+        experiments.add_trial(s, experiment_id, 3, {}, "digest-p3", state="WAITING")
+        added = experiments.progress(s, experiment_id)
+        other = experiments.create_experiment(s, "bob", "other", "default", SPEC, state="RUNNING").id
+        experiments.add_trial(s, other, 0, {}, "digest-o0", state="RUNNING")
+    assert before == experiments.Progress(3, 0, ((0, "RUNNING", False), (1, "RUNNING", False), (2, "RUNNING", False)))
+    assert ended == experiments.Progress(3, 0, ((1, "RUNNING", False), (2, "RUNNING", False)))
+    assert asked.states == ((1, "RUNNING", True), (2, "RUNNING", False))
+    assert added.states == ((1, "RUNNING", True), (2, "RUNNING", False), (3, "WAITING", False))
+    with db.session() as s:  # another experiment's trials are not this one's
+        assert experiments.progress(s, experiment_id) == added
+        assert experiments.unended_states(s, experiment_id) == added.states
