@@ -20,7 +20,9 @@ how much of a latency is the client's); the master's CPU (its processes, all thr
 report accepted; how long the master's and the client's threads were ready to run but waited for a CPU (the kernel's
 schedstat: on a shared machine, what others' work cost them); the reports stored in one transaction on average
 (``pai_trial_report_batch_size``: those that waited for the writer together); and the searcher's decisions
-(``pai_searcher_decide_seconds`` from the master's /metrics): how many, their mean time, and their time per report.
+(``pai_searcher_decide_seconds`` from the master's /metrics): how many, their mean time, and their time per report;
+and what held the launcher's writer thread most (``pai_store_writer_seconds``, by call: how many, how long in all,
+how many over 25 ms).
 The master's /metrics are read one second before the measure starts (a scrape costs the master a few milliseconds:
 not the first reports' wait) and after it ends. The client collects no garbage while it measures (``gc.freeze``,
 ``gc.disable``): a collection of its own (80-180 ms seen here) paused its clock with reports in flight, and counted
@@ -216,8 +218,31 @@ class Figures:
         return Figures(*(a - b for a, b in zip(astuple(self), astuple(other), strict=True)))
 
 
+Held = dict[str, tuple[float, float, float]]  # a writer call -> (calls, seconds in all, calls over 25 ms)
+
+
+def writer_held(text: str) -> Held:
+    """What held the launcher's writer thread (``pai_store_writer_seconds``), by call."""
+    sums = dict(re.findall(r'^pai_store_writer_seconds_sum\{call="([^"]+)"\} (\S+)$', text, re.M))
+    buckets: dict[str, dict[str, float]] = {}
+    for call, le, n in re.findall(r'^pai_store_writer_seconds_bucket\{call="([^"]+)",le="([^"]+)"\} (\S+)$', text,
+                                  re.M):
+        buckets.setdefault(call, {})[le] = float(n)
+    return {call: (b["+Inf"], float(sums.get(call, 0.0)), b["+Inf"] - b["0.025"]) for call, b in buckets.items()}
+
+
+def held_since(now: Held, before: Held) -> Held:
+    zero = (0.0, 0.0, 0.0)
+    return {call: (n - before.get(call, zero)[0], t - before.get(call, zero)[1], o - before.get(call, zero)[2])
+            for call, (n, t, o) in now.items()}
+
+
+def launcher_text(c: Cluster) -> str:
+    return requests.get(f"{c.launcher_url}/metrics", timeout=10).text
+
+
 def master_figures(c: Cluster) -> Figures:
-    text = requests.get(f"{c.launcher_url}/metrics", timeout=10).text  # the searcher runs in the launcher
+    text = launcher_text(c)  # the searcher runs in the launcher
     if c.url != c.launcher_url:  # PostgreSQL: the reports are the API workers' (their /metrics sums them)
         text += requests.get(f"{c.url}/metrics", timeout=10).text
     got = Figures()
@@ -258,7 +283,8 @@ async def run(c: Cluster, trials: int, rate: float, seconds: float, searcher: st
         playing = asyncio.create_task(agent(load, c, session))
         lagging = asyncio.create_task(lag(load))
         await asyncio.sleep(WARMUP - SETTLE)
-        before = await asyncio.to_thread(master_figures, c)  # a scrape: not in the measure (it starts once settled)
+        # scrapes: not in the measure (it starts once settled)
+        before, held_before = await asyncio.to_thread(lambda: (master_figures(c), writer_held(launcher_text(c))))
         await asyncio.sleep(max(0.0, load.since - time.monotonic()))
         cpu, waited, mine = await asyncio.to_thread(
             lambda: (cpu_seconds(pid), waited_seconds(pid), waited_seconds(os.getpid(), children=False)))
@@ -271,6 +297,7 @@ async def run(c: Cluster, trials: int, rate: float, seconds: float, searcher: st
         mine = waited_seconds(os.getpid(), children=False) - mine
         gc.enable()
         got = master_figures(c) - before
+        held = held_since(writer_held(launcher_text(c)), held_before)
     lat = load.latencies
     print(f"trials at once {trials}, {rate:g} reports/s each, searcher {searcher}, {wall:.0f} s measured")
     print(f"reports accepted       {load.accepted / wall:8.0f} /s   (offered {trials * rate:.0f}/s; refused "
@@ -294,6 +321,11 @@ async def run(c: Cluster, trials: int, rate: float, seconds: float, searcher: st
     mean = got.decide_sum / got.decide_count * 1000 if got.decide_count else 0.0
     print(f"searcher decisions     {got.decide_count:8.0f}   mean {mean:.1f} ms   "
           f"{got.decide_sum / max(load.accepted, 1) * 1e6:.0f} us per report   ({got.decide_sum:.1f} s in all)")
+    print("the writer thread held by (pai_store_writer_seconds, the busiest calls; wall time, the GIL's waits in it):")
+    for call, (n, seconds, over) in sorted(held.items(), key=lambda kv: -kv[1][1])[:6]:
+        if n:
+            print(f"  {call:32s} {n:7.0f} calls  {seconds:6.2f} s  mean {seconds / n * 1000:6.2f} ms  "
+                  f"over 25 ms {over:4.0f}")
     print("goal: 1000 reports/s on one core, p99 <= 20 ms")
 
 

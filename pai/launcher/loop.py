@@ -41,10 +41,16 @@ class StoreThread:
     def __init__(self, readers: int = READERS) -> None:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pai-store")
         self._readers = ThreadPoolExecutor(max_workers=readers, thread_name_prefix="pai-read")
+        # told, for each call, what it was (its function's qualified name) and how long it held the writer thread
+        # (``pai_store_writer_seconds``); set by the app once the launcher's metrics exist
+        self.observe: Callable[[str, float], None] | None = None
 
     async def call(self, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
         """Run ``fn`` (a transaction that may write) on the writer thread."""
-        return await asyncio.get_running_loop().run_in_executor(self._pool, functools.partial(fn, *args, **kwargs))
+        work = functools.partial(fn, *args, **kwargs)
+        if self.observe is not None:
+            work = functools.partial(_timed, self.observe, _name(fn), work)
+        return await asyncio.get_running_loop().run_in_executor(self._pool, work)
 
     async def read(self, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
         """Run ``fn`` (a transaction that only reads, or other work that must not hold the event loop) on a reader
@@ -54,6 +60,22 @@ class StoreThread:
     def close(self) -> None:
         self._readers.shutdown(wait=True)
         self._pool.shutdown(wait=True)
+
+
+def _timed(observe: Callable[[str, float], None], name: str, work: Callable[[], R]) -> R:
+    """On the writer thread: ``work``, then how long it took (failed or not) to ``observe``."""
+    began = time.perf_counter()
+    try:
+        return work()
+    finally:
+        observe(name, time.perf_counter() - began)
+
+
+def _name(fn: Callable[..., object]) -> str:
+    """What a writer call is called in the metrics: its function's qualified name (a partial's function's)."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return getattr(fn, "__qualname__", type(fn).__qualname__)
 
 
 Notify = Callable[[set[str]], Awaitable[None]]

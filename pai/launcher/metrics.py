@@ -72,6 +72,9 @@ class LauncherMetrics:
         # each API worker batches its own)
         self.report_batch = Histogram("pai_trial_report_batch_size", "Trial reports stored in one transaction",
                                       buckets=BATCH_BUCKETS, registry=r)
+        # the writer thread (pai.launcher.loop.StoreThread): what held it, and how long (a report waits for it)
+        self.writer_seconds = Histogram("pai_store_writer_seconds", "Time a call held the store's writer thread, by "
+                                        "call (its function)", ["call"], buckets=PASS_BUCKETS, registry=r)
         # heartbeats that needed the store (pai.launcher.service): the jobs they loaded whole (those they changed,
         # started a task of or told the members of, and any not seen before), not every job on their nodes
         self.heartbeat_jobs_loaded = Counter("pai_heartbeat_jobs_loaded", "Jobs the heartbeats that needed the "

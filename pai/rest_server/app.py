@@ -79,6 +79,8 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
     db.use_keyring(keyring)
     app[STORE], app[DB] = store, db
     app[LAUNCHER] = Launcher(db, config.launcher, protected_paths=(str(config.data_dir),))
+    writer = app[LAUNCHER].metrics.writer_seconds
+    store.observe = lambda call, seconds: writer.labels(call).observe(seconds)
     app[VCADMIN] = VcAdmin(db, app[LAUNCHER].clock, app[LAUNCHER].clusters, app[LAUNCHER].accounts)
     app[SERVICE] = Service(app[LAUNCHER], app[VCADMIN], store, wake=lambda: app[WAKE]())
     app[REPORTS] = ReportBatcher(store, db, app[LAUNCHER].metrics.report_batch.observe)

@@ -163,3 +163,20 @@ async def test_a_nodes_problems_are_counted_by_kind(api: Api) -> None:
                for reason in ("disk_full", "read_only", "low_disk", "engine_down", "other")}
     assert by_kind == {"disk_full": 1, "read_only": 0, "low_disk": 0, "engine_down": 1, "other": 0}
     assert value(m, "pai_node_problems", node="n2", reason="disk_full") == 0
+
+
+async def test_what_held_the_writer_thread_is_timed_by_call(api: Api) -> None:
+    """Each call of the store's writer thread, by its function: a submission and the passes that follow it."""
+    before = await scrape(api)
+    assert (await api.call("POST", "/api/v2/jobs", body=job("held"), content_type="application/json"))[0] == 202
+    await eventually(lambda: _passed(api, before), what="a scheduling pass timed on the writer thread")
+    m = await scrape(api)
+    assert value(m, "pai_store_writer_seconds_count", call="Service._unit") > value(
+        before, "pai_store_writer_seconds_count", call="Service._unit")  # the submission's unit
+    assert value(m, "pai_store_writer_seconds_sum", call="Launcher.schedule_pass") > 0
+    assert not [labels for name, labels in m if name.startswith("pai_store_writer") and "held" in str(labels)]
+
+
+async def _passed(api: Api, before: Samples) -> bool:
+    key = ("pai_store_writer_seconds_count", frozenset({("call", "Launcher.schedule_pass")}))
+    return (await scrape(api)).get(key, 0) > before.get(key, 0)
