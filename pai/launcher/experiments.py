@@ -182,13 +182,12 @@ class ExperimentRunner:
                                     state=TrialState.WAITING.value, now=self.clock())
         except ConflictExperimentError:
             return False  # asked already (a decision applied twice)
-        try:
-            with s.begin_nested():
-                doc, spec = trial_spec(row.name, experiment.trial, new.number, new.hparams, priority_classes)
-                envs = {**spec.job_envs, "PAI_TRIAL_ID": str(trial.id),
-                        "PAI_TRIAL_HPARAMS": json.dumps(new.hparams, sort_keys=True)}
-                spec = replace(spec, job_envs=envs, trial_token=token)
-                job = self._submit(owner, spec, yaml.safe_dump(doc, sort_keys=False))
+        try:  # the submission undoes its own writes if it fails (its session is a SAVEPOINT of this unit)
+            doc, spec = trial_spec(row.name, experiment.trial, new.number, new.hparams, priority_classes)
+            envs = {**spec.job_envs, "PAI_TRIAL_ID": str(trial.id),
+                    "PAI_TRIAL_HPARAMS": json.dumps(new.hparams, sort_keys=True)}
+            spec = replace(spec, job_envs=envs, trial_token=token)
+            job = self._submit(owner, spec, yaml.safe_dump(doc, sort_keys=False))
         except PaiError as e:  # the VC closed, the user lost it, a name taken: the trial fails, the search goes on
             store.set_trial_state(s, trial.id, TrialState.FAILED.value)
             log.warning("trial not submitted experiment=%s trial=%d error=%s", row.key, new.number, e.message)

@@ -383,3 +383,20 @@ async def test_an_experiment_whose_owner_was_deleted_is_stopped(api: Api) -> Non
                                "the running trial asked to stop, the other one ended", "bob~lr")
     assert trials[0]["state"] in ("COMPLETED", "STOPPED") and trials[1]["state"] == "RUNNING"
     assert trials[0]["stopRequested"] == (trials[0]["state"] == "STOPPED")
+
+
+async def test_a_trial_whose_job_cannot_be_submitted_fails_and_the_search_goes_on(api: Api) -> None:
+    """Trial 0's job name is taken by a job of the user's: its submission fails whole (nothing of it stored, the
+    other job untouched), the trial is FAILED, and trial 1 runs as a job."""
+    taken = {"protocolVersion": 2, "name": "lr-trial-0", "type": "job", **experiment()["trial"]}
+    taken["taskRoles"]["train"]["commands"] = ["echo mine"]
+    status, _ = await api.call("POST", "/api/v2/jobs", body=yaml.safe_dump(taken), content_type=YAML)
+    assert status == 202
+    assert (await create(api, experiment()))[0] == 202
+    trials = await trials_when(api, lambda ts: len(ts) == 2 and ts[0]["state"] == "FAILED", "trial 0 failed")
+    assert trials[0]["jobName"] is None and trials[1]["state"] == "WAITING"
+    assert trials[1]["jobName"] == "admin~lr-trial-1"
+    status, mine = await api.call("GET", "/api/v2/jobs/admin~lr-trial-0")
+    assert status == 200 and mine["experiment"] is None  # still the user's own job, not the trial's
+    status, jobs = await api.call("GET", "/api/v2/jobs?username=admin")
+    assert status == 200 and sorted(j["name"] for j in jobs) == ["lr-trial-0", "lr-trial-1"]
