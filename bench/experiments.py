@@ -241,8 +241,8 @@ def launcher_text(c: Cluster) -> str:
     return requests.get(f"{c.launcher_url}/metrics", timeout=10).text
 
 
-def master_figures(c: Cluster) -> Figures:
-    text = launcher_text(c)  # the searcher runs in the launcher
+def master_figures(c: Cluster, text: str) -> Figures:
+    """From the launcher's /metrics ``text`` (the searcher runs in the launcher), and the API's on PostgreSQL."""
     if c.url != c.launcher_url:  # PostgreSQL: the reports are the API workers' (their /metrics sums them)
         text += requests.get(f"{c.url}/metrics", timeout=10).text
     got = Figures()
@@ -284,7 +284,8 @@ async def run(c: Cluster, trials: int, rate: float, seconds: float, searcher: st
         lagging = asyncio.create_task(lag(load))
         await asyncio.sleep(WARMUP - SETTLE)
         # scrapes: not in the measure (it starts once settled)
-        before, held_before = await asyncio.to_thread(lambda: (master_figures(c), writer_held(launcher_text(c))))
+        text = await asyncio.to_thread(launcher_text, c)
+        before, held_before = await asyncio.to_thread(master_figures, c, text), writer_held(text)
         await asyncio.sleep(max(0.0, load.since - time.monotonic()))
         cpu, waited, mine = await asyncio.to_thread(
             lambda: (cpu_seconds(pid), waited_seconds(pid), waited_seconds(os.getpid(), children=False)))
@@ -296,8 +297,8 @@ async def run(c: Cluster, trials: int, rate: float, seconds: float, searcher: st
         cpu, waited = cpu_seconds(pid) - cpu, waited_seconds(pid) - waited
         mine = waited_seconds(os.getpid(), children=False) - mine
         gc.enable()
-        got = master_figures(c) - before
-        held = held_since(writer_held(launcher_text(c)), held_before)
+        text = launcher_text(c)
+        got, held = master_figures(c, text) - before, held_since(writer_held(text), held_before)
     lat = load.latencies
     print(f"trials at once {trials}, {rate:g} reports/s each, searcher {searcher}, {wall:.0f} s measured")
     print(f"reports accepted       {load.accepted / wall:8.0f} /s   (offered {trials * rate:.0f}/s; refused "
