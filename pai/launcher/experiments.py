@@ -50,6 +50,7 @@ if TYPE_CHECKING:  # the searcher (Optuna) is imported where it decides, not by 
 log = logging.getLogger(__name__)
 _UNENDED_EXPERIMENTS = (ExperimentState.ACTIVE.value, ExperimentState.STOPPING.value)
 APPLY_SLICE = 1  # stops and new trials applied in one writer transaction at most
+_DUMPER: type[Any] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # LibYAML's, where PyYAML was built with it
 
 
 def slices(decision: SearchDecision) -> list[SearchDecision]:
@@ -187,7 +188,7 @@ class ExperimentRunner:
             envs = {**spec.job_envs, "PAI_TRIAL_ID": str(trial.id),
                     "PAI_TRIAL_HPARAMS": json.dumps(new.hparams, sort_keys=True)}
             spec = replace(spec, job_envs=envs, trial_token=token)
-            job = self._submit(owner, spec, yaml.safe_dump(doc, sort_keys=False))
+            job = self._submit(owner, spec, yaml.dump(doc, Dumper=_DUMPER, sort_keys=False))
         except PaiError as e:  # the VC closed, the user lost it, a name taken: the trial fails, the search goes on
             store.set_trial_state(s, trial.id, TrialState.FAILED.value)
             log.warning("trial not submitted experiment=%s trial=%d error=%s", row.key, new.number, e.message)
@@ -198,14 +199,13 @@ class ExperimentRunner:
         return True
 
     def _stop_trial(self, s: Session, row: store.Experiment, number: int, by: StoppedBy) -> None:
-        trial = store.trial_numbered(s, row.id, number)
-        if trial is None or trial.state not in store.UNENDED or store.job_ended(s, trial):
+        found = store.trial_to_stop(s, row.id, number)
+        if found is None or found.state not in store.UNENDED or found.job_ended:
             return  # it ended meanwhile (its job did, before the trials followed it): what it did stands
-        store.request_trial_stop(s, trial.id, by.value)
-        key = store.job_key_of(s, trial)
-        if key is not None:
-            self._stop_job(key, f"the {by.value} of experiment {row.key}")
-        log.info("trial stop requested experiment=%s trial=%d job=%s by=%s", row.key, number, key, by.value)
+        store.request_trial_stop(s, found.id, by.value)
+        if found.job_key is not None:
+            self._stop_job(found.job_key, f"the {by.value} of experiment {row.key}")
+        log.info("trial stop requested experiment=%s trial=%d job=%s by=%s", row.key, number, found.job_key, by.value)
 
     def _stop_all(self, s: Session, row: store.Experiment, trials: tuple[Trial, ...]) -> None:
         for trial in trials:

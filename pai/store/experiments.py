@@ -10,6 +10,7 @@ Metrics and checkpoints: ``pai.store.trial_reports``.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from typing import Any
 from sqlalchemy import bindparam, case, delete, func, insert, literal, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
+from sqlalchemy.sql import Select
 
 from pai.domain.errors import ConflictExperimentError, NoExperimentError, NoTrialError
 from pai.domain.states import JobState
@@ -98,11 +100,18 @@ def experiment_exists(s: Session, key: str) -> bool:
         is not None
 
 
+_EXPERIMENT_COLUMNS = (ExperimentRow.id, ExperimentRow.user_name, ExperimentRow.name, ExperimentRow.vc,
+                       ExperimentRow.spec, ExperimentRow.state, ExperimentRow.created_at, ExperimentRow.ended_at,
+                       ExperimentRow.stop_requested)  # Experiment's fields, in its order
+_BY_ID = select(*_EXPERIMENT_COLUMNS).where(ExperimentRow.id == bindparam("id"))  # columns: no ORM load (a slice
+# of a decision reads its experiment first)
+
+
 def get_experiment_by_id(s: Session, experiment_id: int) -> Experiment:
-    row = s.get(ExperimentRow, experiment_id)
+    row = s.execute(_BY_ID, {"id": experiment_id}).first()
     if row is None:
         raise NoExperimentError(f"experiment {experiment_id} not found")
-    return _experiment(row)
+    return Experiment(*row)
 
 
 def list_experiments(s: Session, user: str | None = None, *, states: tuple[str, ...] = ()) -> list[Experiment]:
@@ -217,19 +226,28 @@ def progress(s: Session, experiment_id: int, rungs: Sequence[int] = ()) -> Progr
     judges a trial at its rungs only, and a report between two changes nothing of its decision. Counted by the
     database, and only the trials not ended read: the cost follows the trials running, not all those an experiment
     of a thousand trials ran."""
+    trials, points = s.execute(_counts(tuple(rungs)), {"experiment": experiment_id}).one()
+    return Progress(int(trials), int(points), unended_states(s, experiment_id))
+
+
+@functools.lru_cache(maxsize=64)
+def _counts(rungs: tuple[int, ...]) -> Select[Any]:
+    """``progress``'s count, built once for each searcher's rungs (its expression and cache key cost more than the
+    query: a decision's every slice reads it)."""
     t = TrialRow
     counted = sum((case((t.latest_step >= rung, 1), else_=0) for rung in rungs), start=literal(0)) if rungs \
         else t.points
-    trials, points = s.execute(select(func.count(), func.coalesce(func.sum(counted), 0))
-                               .where(t.experiment_id == experiment_id)).one()
-    return Progress(int(trials), int(points), unended_states(s, experiment_id))
+    return select(func.count(), func.coalesce(func.sum(counted), 0)).where(t.experiment_id == bindparam("experiment"))
+
+
+_UNENDED_STATES = (select(TrialRow.number, TrialRow.state, TrialRow.stop_requested)
+                   .where(TrialRow.experiment_id == bindparam("experiment"), TrialRow.state.in_(UNENDED))
+                   .order_by(TrialRow.number))
 
 
 def unended_states(s: Session, experiment_id: int) -> tuple[tuple[int, str, bool], ...]:
     """The experiment's trials not ended: (number, state, stop_requested), by number (``Progress.states``)."""
-    t = TrialRow
-    rows = s.execute(select(t.number, t.state, t.stop_requested)
-                     .where(t.experiment_id == experiment_id, t.state.in_(UNENDED)).order_by(t.number))
+    rows = s.execute(_UNENDED_STATES, {"experiment": experiment_id})
     return tuple((int(number), str(state), bool(asked)) for number, state, asked in rows)
 
 
@@ -256,25 +274,32 @@ def unended_trials(s: Session) -> list[TrialJob]:
             for r in s.execute(query)]
 
 
-def trial_numbered(s: Session, experiment_id: int, number: int) -> Trial | None:
-    row = s.scalars(select(TrialRow).where(TrialRow.experiment_id == experiment_id, TrialRow.number == number)).first()
-    return None if row is None else _trial(row)
+@dataclass(frozen=True, slots=True)
+class TrialToStop:
+    """What stopping a trial needs to know of it: its state, whether its job has ended (or is gone, or it has none),
+    and the job's key (None: it has no job any more)."""
+
+    id: int
+    state: str
+    job_ended: bool
+    job_key: str | None
 
 
-def job_ended(s: Session, trial: Trial) -> bool:
-    """Whether the trial's job has ended (or is gone)."""
-    if trial.job_id is None:
-        return True
-    state = s.execute(select(JobRow.state).where(JobRow.id == trial.job_id)).scalar()
-    return state is None or JobState(state).is_terminal()
+# built once (its cache key too): ASHA's rung stops dozens of trials at once, each in a writer transaction of its own
+_TO_STOP = (select(TrialRow.id, TrialRow.state, JobRow.state.label("job_state"), JobRow.user_name, JobRow.name)
+            .outerjoin(JobRow, JobRow.id == TrialRow.job_id)
+            .where(TrialRow.experiment_id == bindparam("experiment"), TrialRow.number == bindparam("number")))
 
 
-def job_key_of(s: Session, trial: Trial) -> str | None:
-    """The trial's job as ``user~job``; None when it has none (any more)."""
-    if trial.job_id is None:
+def trial_to_stop(s: Session, experiment_id: int, number: int) -> TrialToStop | None:
+    """The experiment's trial ``number`` with its job's state and key, in one query; None when there is no such
+    trial."""
+    row = s.execute(_TO_STOP, {"experiment": experiment_id, "number": number}).first()
+    if row is None:
         return None
-    row = s.execute(select(JobRow.user_name, JobRow.name).where(JobRow.id == trial.job_id)).first()
-    return None if row is None else f"{row.user_name}~{row.name}"
+    ended = row.job_state is None or JobState(row.job_state).is_terminal()
+    key = None if row.user_name is None else f"{row.user_name}~{row.name}"
+    return TrialToStop(int(row.id), str(row.state), ended, key)
 
 
 def job_keys(s: Session, experiment_id: int) -> dict[int, str]:

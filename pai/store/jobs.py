@@ -149,7 +149,9 @@ def _values(row: JobRow | TaskRow) -> dict[str, Any]:
 
 def get_job(s: Session, key: str) -> Job:
     user, name = split_key(key)
-    return _to_job(_one(s, _select_jobs().where(JobRow.user_name == user, JobRow.name == name), key))
+    row = _one(s, _select_jobs().where(JobRow.user_name == user, JobRow.name == name), key)
+    _kept(s, [row])  # a stop's save_job of it (a searcher's stop, a user's) then needs no query
+    return _to_job(row)
 
 
 # built once (its cache key too) and run on the session's connection: the proxy runs it on every request
