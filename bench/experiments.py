@@ -42,7 +42,7 @@ import re
 import tempfile
 import time
 from collections import Counter
-from dataclasses import astuple, dataclass, field
+from dataclasses import astuple, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -213,9 +213,15 @@ class Figures:
     over_25ms: float = 0.0
     batches: float = 0.0  # transactions that stored reports (pai_trial_report_batch_size)
     batched: float = 0.0  # the reports they stored
+    checkpoints: float = 0.0  # SQLite's checkpoints of its write-ahead log on a thread of their own
+    checkpoint_sum: float = 0.0  # (pai_sqlite_checkpoint_seconds{on="thread"})
+    writer_checkpoints: float = 0.0  # and what was left of the log, on the writer thread ({on="writer"})
+    writer_checkpoint_sum: float = 0.0
+    wal_pages: float = 0.0  # the log's pages at the last checkpoint (pai_sqlite_wal_pages; not a difference)
 
     def __sub__(self, other: Figures) -> Figures:
-        return Figures(*(a - b for a, b in zip(astuple(self), astuple(other), strict=True)))
+        return replace(Figures(*(a - b for a, b in zip(astuple(self), astuple(other), strict=True))),
+                       wal_pages=self.wal_pages)
 
 
 Held = dict[str, tuple[float, float, float]]  # a writer call -> (calls, seconds in all, calls over 25 ms)
@@ -256,6 +262,12 @@ def master_figures(c: Cluster, text: str) -> Figures:
             got.batched += float(value)
         else:
             got.batches += float(value)
+    for name, value in re.findall(r'^pai_sqlite_checkpoint_seconds_(count|sum)\{on="thread"\} (\S+)$', text, re.M):
+        setattr(got, "checkpoints" if name == "count" else "checkpoint_sum", float(value))
+    for name, value in re.findall(r'^pai_sqlite_checkpoint_seconds_(count|sum)\{on="writer"\} (\S+)$', text, re.M):
+        setattr(got, "writer_checkpoints" if name == "count" else "writer_checkpoint_sum", float(value))
+    for value in re.findall(r"^pai_sqlite_wal_pages (\S+)$", text, re.M):
+        got.wal_pages = float(value)
     buckets = {float(le): float(n) for le, route, n in re.findall(
         r'^pai_rest_request_duration_seconds_bucket\{le="([^"]+)",method="POST",route="([^"]+)",status_class="2xx"\}'
         r" (\S+)$", text, re.M) if route.startswith("/api/v2/trials/") and route.endswith("/metrics")}
@@ -263,6 +275,12 @@ def master_figures(c: Cluster, text: str) -> Figures:
         got.handled = buckets[float("inf")]
         got.over_10ms, got.over_25ms = got.handled - buckets[0.01], got.handled - buckets[0.025]
     return got
+
+
+def wal_bytes(c: Cluster) -> int | None:
+    """The size of the SQLite database's write-ahead log now (None: not SQLite)."""
+    wal = c.tmp / "pai.db-wal"
+    return wal.stat().st_size if wal.exists() else None
 
 
 async def run(c: Cluster, trials: int, rate: float, seconds: float, searcher: str) -> None:
@@ -297,6 +315,7 @@ async def run(c: Cluster, trials: int, rate: float, seconds: float, searcher: st
         cpu, waited = cpu_seconds(pid) - cpu, waited_seconds(pid) - waited
         mine = waited_seconds(os.getpid(), children=False) - mine
         gc.enable()
+        wal = wal_bytes(c)
         text = launcher_text(c)
         got, held = master_figures(c, text) - before, held_since(writer_held(text), held_before)
     lat = load.latencies
@@ -319,6 +338,13 @@ async def run(c: Cluster, trials: int, rate: float, seconds: float, searcher: st
     if got.batches:
         print(f"reports a transaction  {got.batched / got.batches:8.1f}   ({got.batches:.0f} transactions, "
               f"{got.batches / wall:.0f} /s)")
+    if got.checkpoints:
+        mean_ms = got.checkpoint_sum / got.checkpoints * 1000
+        writer_ms = got.writer_checkpoint_sum / max(got.writer_checkpoints, 1) * 1000
+        print(f"SQLite checkpoints     {got.checkpoints:8.0f}   mean {mean_ms:.1f} ms on a thread of their own, then "
+              f"{writer_ms:.1f} ms on the writer")
+        print(f"SQLite's log           {got.wal_pages:8.0f} pages at the last checkpoint   its file "
+              f"{(wal or 0) / 2**20:.1f} MiB (as large as it has been)")
     mean = got.decide_sum / got.decide_count * 1000 if got.decide_count else 0.0
     print(f"searcher decisions     {got.decide_count:8.0f}   mean {mean:.1f} ms   "
           f"{got.decide_sum / max(load.accepted, 1) * 1e6:.0f} us per report   ({got.decide_sum:.1f} s in all)")

@@ -75,6 +75,12 @@ class LauncherMetrics:
         # the writer thread (pai.launcher.loop.StoreThread): what held it, and how long (a report waits for it)
         self.writer_seconds = Histogram("pai_store_writer_seconds", "Time a call held the store's writer thread, by "
                                         "call (its function)", ["call"], buckets=PASS_BUCKETS, registry=r)
+        # SQLite's checkpoints (pai.rest_server.app, ADR 0005): their time, and the log's size after each
+        self.checkpoint_seconds = Histogram("pai_sqlite_checkpoint_seconds", "Time a checkpoint of SQLite's "
+                                            "write-ahead log took, by where it ran", ["on"], buckets=PASS_BUCKETS,
+                                            registry=r)
+        self.wal_pages = Gauge("pai_sqlite_wal_pages", "Pages in SQLite's write-ahead log at the last checkpoint",
+                               registry=r)
         # heartbeats that needed the store (pai.launcher.service): the jobs they loaded whole (those they changed,
         # started a task of or told the members of, and any not seen before), not every job on their nodes
         self.heartbeat_jobs_loaded = Counter("pai_heartbeat_jobs_loaded", "Jobs the heartbeats that needed the "

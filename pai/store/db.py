@@ -10,6 +10,7 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,13 +61,16 @@ class Database:
     ``-wal``/``-shm`` are mode 0600 in a 0700 directory, whatever the umask."""
 
     def __init__(self, url: str, keyring: Keyring | None = None, *,
-                 idle_in_transaction_seconds: float | None = None) -> None:
+                 idle_in_transaction_seconds: float | None = None, background_checkpoints: bool = False) -> None:
         """``idle_in_transaction_seconds`` (PostgreSQL): the server ends a session of this engine that stays that long
         in a transaction without a statement (its process frozen, cut off), so that the locks it holds, such as the
-        lease row a fenced write keeps, do not outlive it."""
+        lease row a fenced write keeps, do not outlive it. ``background_checkpoints`` (SQLite): no commit of this
+        engine's checkpoints the write-ahead log; the caller runs ``checkpoint`` on a thread of its own, regularly
+        (ADR 0005: a commit that checkpointed waited 60-290 ms for the disk, with the writer thread and every write
+        behind it)."""
         self.url = normalize_url(url)
         self.keyring = keyring
-        self.engine: Engine = _create_engine(self.url, idle_in_transaction_seconds)
+        self.engine: Engine = _create_engine(self.url, idle_in_transaction_seconds, background_checkpoints)
         self._unit = threading.local()  # the unit of work open in a thread, if any (``unit``)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False,
                                       info={} if keyring is None else {KEYRING_INFO: keyring})
@@ -148,6 +152,20 @@ class Database:
         with self.engine.connect() as connection:
             return migrations.current_revision(connection)
 
+    def checkpoint(self) -> Checkpoint | None:
+        """SQLite: copy what the write-ahead log holds into the database file, as far as no reader needs it still
+        (``PRAGMA wal_checkpoint(PASSIVE)``: it waits for no reader and no writer, and writers go on meanwhile); what
+        it came to. None on another database. Blocks on the disk: call it off the writer thread."""
+        if self.dialect != "sqlite":
+            return None
+        raw = self.engine.raw_connection()
+        try:
+            busy, frames, copied = raw.driver_connection.execute(  # type: ignore[union-attr]
+                "PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        finally:
+            raw.close()
+        return Checkpoint(bool(busy), int(frames), int(copied))
+
     def dispose(self) -> None:
         self.engine.dispose()
 
@@ -155,9 +173,20 @@ class Database:
         return f"Database({self.url.render_as_string(hide_password=True)!r})"
 
 
-def _create_engine(url: URL, idle_in_transaction_seconds: float | None = None) -> Engine:
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """What a checkpoint came to: whether it could not run (another one was running), the log's frames (-1: not in
+    WAL mode) and how many of them are in the database file now."""
+
+    busy: bool
+    frames: int
+    copied: int
+
+
+def _create_engine(url: URL, idle_in_transaction_seconds: float | None = None,
+                   background_checkpoints: bool = False) -> Engine:
     if url.get_backend_name() == "sqlite":
-        return _sqlite_engine(url)
+        return _sqlite_engine(url, background_checkpoints)
     if idle_in_transaction_seconds is None:
         return create_engine(url, pool_pre_ping=True)
     timeout = f"-c idle_in_transaction_session_timeout={max(1, round(idle_in_transaction_seconds * 1000))}"
@@ -166,7 +195,7 @@ def _create_engine(url: URL, idle_in_transaction_seconds: float | None = None) -
     return create_engine(url.update_query_dict({"options": options}), pool_pre_ping=True)
 
 
-def _sqlite_engine(url: URL) -> Engine:
+def _sqlite_engine(url: URL, background_checkpoints: bool) -> Engine:
     if url.database and url.database != ":memory:" and not url.database.startswith("file:"):
         private_sqlite(Path(url.database).expanduser())
     engine = create_engine(url)
@@ -181,6 +210,8 @@ def _sqlite_engine(url: URL) -> Engine:
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
             cursor.execute("PRAGMA synchronous=NORMAL")
+            if background_checkpoints:  # else the commit that takes the log past 1,000 pages checkpoints it
+                cursor.execute("PRAGMA wal_autocheckpoint=0")
         finally:
             cursor.close()
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from pai.rest_server import app as app_module
 from tests.eventually import eventually
 from tests.rest_server.conftest import AGENT_TOKEN, Api
 from tests.rest_server.test_nodes import heartbeat
@@ -180,3 +182,26 @@ async def test_what_held_the_writer_thread_is_timed_by_call(api: Api) -> None:
 async def _passed(api: Api, before: Samples) -> bool:
     key = ("pai_store_writer_seconds_count", frozenset({("call", "Launcher.schedule_pass")}))
     return (await scrape(api)).get(key, 0) > before.get(key, 0)
+
+
+async def test_sqlites_log_is_checkpointed_off_the_commits(api: Api, db_url: str,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """SQLite: the master checkpoints the write-ahead log on a thread of its own, then what was added meanwhile on
+    the writer thread (ADR 0005); each is timed, and the log's size is a gauge. PostgreSQL has none of it."""
+    monkeypatch.setattr(app_module, "CHECKPOINT_SECONDS", 0.02)
+    assert (await api.call("POST", "/api/v2/jobs", body=job("logged"), content_type="application/json"))[0] == 202
+
+    async def checkpointed(on: str) -> bool:
+        return (await scrape(api)).get(("pai_sqlite_checkpoint_seconds_count", frozenset({("on", on)})), 0) >= 2
+
+    if not db_url.startswith("sqlite"):
+        await eventually(lambda: _passed(api, {}), what="a scheduling pass")
+        m = await scrape(api)
+        assert not [name for name, _ in m if name.startswith("pai_sqlite_checkpoint")]
+        assert value(m, "pai_sqlite_wal_pages") == 0
+        return
+    await eventually(lambda: checkpointed("thread"), what="checkpoints on their own thread")
+    await eventually(lambda: checkpointed("writer"), what="checkpoints on the writer thread")
+    m = await scrape(api)
+    assert value(m, "pai_sqlite_wal_pages") >= 0
+    assert value(m, "pai_store_writer_seconds_count", call="Database.checkpoint") >= 2  # the writer's part

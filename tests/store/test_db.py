@@ -174,3 +174,53 @@ def test_a_migration_may_sit_idle_longer_than_the_launchers_sessions(shared_db: 
             s.execute(text("SELECT 1"))
     finally:
         db.dispose()
+
+
+def _fill(db: Database, rows: int) -> None:
+    """Write about ``rows`` pages: one commit each, as the master's writes are."""
+    for i in range(rows):
+        with db.session() as s:
+            s.execute(text("INSERT INTO scratch (data) VALUES (:data)"), {"data": f"{i}" + "x" * 3000})
+
+
+def _log_pages(db: Database) -> int:
+    """The log's pages now, by a checkpoint that cannot copy any of them (a reader holds the oldest snapshot)."""
+    with db.engine.connect() as reader:
+        reader.exec_driver_sql("SELECT count(*) FROM scratch").scalar()  # a read transaction, held
+        done = db.checkpoint()
+        assert done is not None
+        return done.frames
+
+
+@pytest.mark.parametrize("background", [False, True], ids=["commits checkpoint", "background checkpoints"])
+def test_background_checkpoints_leave_the_log_to_checkpoint(tmp_path: Path, background: bool) -> None:
+    """With ``background_checkpoints`` no commit copies the write-ahead log into the file (SQLite's default does once
+    it passes 1,000 pages, and that commit waits for the disk); ``checkpoint`` does, and once it has run with no
+    write beside it, the next write starts the log again from its beginning."""
+    db = Database(f"sqlite:///{tmp_path / 'pai.db'}", background_checkpoints=background)
+    try:
+        with db.session() as s:
+            s.execute(text("CREATE TABLE scratch (id INTEGER PRIMARY KEY, data TEXT)"))
+        with db.engine.connect() as c:
+            assert c.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar() == (0 if background else 1000)
+        _fill(db, 1500)
+        pages = _log_pages(db)
+        if not background:
+            assert pages < 1100  # a commit checkpointed it, and the log started again
+            return
+        assert pages > 1500  # every commit's pages are in the log still
+        done = db.checkpoint()
+        assert done is not None and not done.busy and done.copied == done.frames == pages
+        _fill(db, 10)
+        assert _log_pages(db) < 100  # started again from its beginning (else past 1,500 pages)
+    finally:
+        db.dispose()
+
+
+def test_a_checkpoint_is_sqlites_alone(kind: Kind, tmp_path: Path) -> None:
+    with make_database(kind, tmp_path) as db:
+        done = db.checkpoint()
+        if kind == "postgresql":
+            assert done is None
+        else:
+            assert done is not None and not done.busy and done.frames >= 0
