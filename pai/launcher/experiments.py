@@ -119,21 +119,20 @@ class ExperimentRunner:
 
     def follow_jobs(self) -> int:
         """Writer: every trial not ended takes its job's state; how many changed."""
-        changed = 0
+        changes: list[tuple[int, str, str | None]] = []
         with self.db.session() as s:
-            for item in store.unended_trials(s):
-                trial = item.trial
+            for trial in store.unended_trials(s):
                 asked = StoppedBy(trial.stopped_by) if trial.stopped_by else None
-                job = JobState(item.job_state) if item.job_state is not None else None  # None: deleted
+                job = JobState(trial.job_state) if trial.job_state is not None else None  # None: deleted
                 state, stopped_by = trial_state(job, asked)
                 # who asked a trial to stop is kept while its job stops (the domain says None until it has)
                 by = stopped_by.value if stopped_by else trial.stopped_by
                 if state.value != trial.state or by != trial.stopped_by:
-                    store.set_trial_state(s, trial.id, state.value, stopped_by=by)
-                    changed += 1
+                    changes.append((trial.id, state.value, by))
                     log.info("trial state experiment=%s trial=%d job=%s %s->%s", trial.experiment_id, trial.number,
-                             item.job_key, trial.state, state.value)
-        return changed
+                             trial.job_key, trial.state, state.value)
+            store.set_trial_states(s, changes)  # one statement for all (a rung's stops end dozens in a tick)
+        return len(changes)
 
     def pending(self) -> list[Work]:
         """A reader: the experiments not ended whose progress changed since the searcher last looked."""

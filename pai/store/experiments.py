@@ -14,9 +14,9 @@ import functools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import bindparam, case, delete, func, insert, literal, select, update
+from sqlalchemy import Table, bindparam, case, delete, func, insert, literal, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from sqlalchemy.sql import Select
@@ -253,25 +253,42 @@ def unended_states(s: Session, experiment_id: int) -> tuple[tuple[int, str, bool
 
 @dataclass(frozen=True, slots=True)
 class TrialJob:
-    """A trial that has not ended, with its job's state now (None: its job is gone)."""
+    """A trial that has not ended (what following its job needs of it), with its job's state now and key (None: its
+    job is gone)."""
 
-    trial: Trial
+    id: int
+    experiment_id: int
+    number: int
+    state: str
+    stopped_by: str | None
     job_state: str | None
     job_key: str | None
 
 
+# columns, not entities, built once: the loop reads every trial not ended on each tick, in the writer
+_UNENDED_TRIALS = (select(TrialRow.id, TrialRow.experiment_id, TrialRow.number, TrialRow.state, TrialRow.stopped_by,
+                          JobRow.state.label("job_state"), JobRow.user_name, JobRow.name)
+                   .outerjoin(JobRow, JobRow.id == TrialRow.job_id)
+                   .where(TrialRow.state.in_(UNENDED)).order_by(TrialRow.id))
+
+
 def unended_trials(s: Session) -> list[TrialJob]:
     """Every trial not ended yet (of any experiment), with its job's state: what follows the jobs."""
-    t = TrialRow
-    query = (select(t.id, t.experiment_id, t.number, t.hparams, t.job_id, t.state, t.stopped_by, t.stop_requested,
-                    t.points, t.created_at, JobRow.state.label("job_state"), JobRow.user_name, JobRow.name)
-             .outerjoin(JobRow, JobRow.id == TrialRow.job_id)
-             .where(TrialRow.state.in_(UNENDED)).order_by(TrialRow.id))
-    # columns, not entities: the loop reads every trial not ended on each pass, in the writer (no ORM objects built)
-    return [TrialJob(Trial(r.id, r.experiment_id, r.number, r.hparams, r.job_id, r.state, r.stopped_by,
-                           r.stop_requested, r.points, r.created_at), r.job_state,
+    return [TrialJob(r.id, r.experiment_id, r.number, r.state, r.stopped_by, r.job_state,
                      None if r.user_name is None else f"{r.user_name}~{r.name}")
-            for r in s.execute(query)]
+            for r in s.execute(_UNENDED_TRIALS)]
+
+
+_TRIALS = cast(Table, TrialRow.__table__)
+_SET_STATE = (update(_TRIALS).where(_TRIALS.c.id == bindparam("trial"))
+              .values(state=bindparam("new_state"), stopped_by=bindparam("by")))
+
+
+def set_trial_states(s: Session, changes: Sequence[tuple[int, str, str | None]]) -> None:
+    """Several trials' states at once, one statement run for each (``set_trial_state`` each): (trial id, state, who
+    stopped it). The trials are the caller's, read in the same transaction."""
+    if changes:
+        s.execute(_SET_STATE, [{"trial": i, "new_state": state, "by": by} for i, state, by in changes])
 
 
 @dataclass(frozen=True, slots=True)

@@ -78,6 +78,26 @@ def test_trial_state_stop_and_job_link(db: Database, experiment_id: int) -> None
             experiments.set_trial_state(s, trial.id + 100, "RUNNING")
 
 
+def test_the_trials_not_ended_with_their_jobs_and_their_states_set_together(db: Database, experiment_id: int) -> None:
+    """What the launcher's tick follows: the trials not ended, each with its job's state and key (none for a trial
+    without a job); their new states are written in one statement, each trial's own."""
+    j = job("lr-trial-0", user="bob")
+    with db.session() as s:
+        store_jobs.insert_job(s, j, "{}")
+        running = experiments.add_trial(s, experiment_id, 0, {"lr": 0.1}, "d0", state="RUNNING", job_id=j.id)
+        waiting = experiments.add_trial(s, experiment_id, 1, {}, "d1", state="WAITING")
+        experiments.add_trial(s, experiment_id, 2, {}, "d2", state="COMPLETED")  # ended: not followed
+        experiments.request_trial_stop(s, running.id, "searcher")
+        assert experiments.unended_trials(s) == [
+            experiments.TrialJob(running.id, experiment_id, 0, "RUNNING", "searcher", j.state.value, "bob~lr-trial-0"),
+            experiments.TrialJob(waiting.id, experiment_id, 1, "WAITING", None, None, None)]
+        experiments.set_trial_states(s, [(running.id, "STOPPED", "searcher"), (waiting.id, "FAILED", None)])
+        experiments.set_trial_states(s, [])
+        got = {t.number: (t.state, t.stopped_by) for t in experiments.trials_of(s, experiment_id)}
+        assert got == {0: ("STOPPED", "searcher"), 1: ("FAILED", None), 2: ("COMPLETED", None)}
+        assert experiments.unended_trials(s) == []
+
+
 def test_an_experiment_goes_with_its_trials_their_reports_and_their_jobs(db: Database, experiment_id: int) -> None:
     first, second = job("lr-trial-0", user="bob"), job("lr-trial-1", user="bob")
     with db.session() as s:
