@@ -497,7 +497,8 @@ class Launcher:
             on_nodes.update(self._apply(s, on_nodes.by_id[job_id], ev))
         pending = pending_starts(node, on_nodes.jobs_on(node), reported)
         self._load(s, on_nodes, {j.id for j, _ in pending})  # (loaded already: a start was pending or an event made it)
-        starts = [self._start_command(s, on_nodes.by_id[j.id], t) for j, t in pending]
+        keys: dict[str, tuple[str, ...]] = {}  # each user's SSH keys, read once for the starts of this message
+        starts = [self._start_command(s, on_nodes.by_id[j.id], t, keys) for j, t in pending]
         commands: list[StartTask | StopTask] = [*plan.stops, *starts]
         states = {a: t.state for a, (_, t) in expected.items()}
         members = tuple(m for j in on_nodes.jobs_on(node) if isinstance(j, Job) and (m := members_of(j)) is not None)
@@ -524,7 +525,11 @@ class Launcher:
         return MasterReply(commands, c.heartbeat_seconds, c.node_timeout_seconds, c.fence_grace_seconds, self.epoch,
                            members)
 
-    def _start_command(self, s: Session, job: Job, task: Task) -> StartTask:
+    def _start_command(self, s: Session, job: Job, task: Task, keys: dict[str, tuple[str, ...]]) -> StartTask:
+        """What the agent starts ``task`` with. ``keys``: the owners' SSH keys read so far in this transaction (an
+        experiment's trials, one owner's, start by the dozen in one heartbeat's reply)."""
+        if job.user not in keys:
+            keys[job.user] = sshaccess.extension_keys(store_users.extension_of(s, job.user))
         spec = sealing.unsealed(s, job.spec)  # its secrets, and what was rendered from them, in clear for the agent
         role = spec.role(task.role)
         assert task.attempt_id is not None
@@ -549,8 +554,7 @@ class Launcher:
             registry_auth=None if role.image_auth is None else RegistryCredentials(
                 role.image_auth.username, role.image_auth.password, role.image_auth.registry),
             secrets=spec.secrets,
-            ssh=sshaccess.access_for(job, task, spec,
-                                     sshaccess.extension_keys(store_users.extension_of(s, job.user))),
+            ssh=sshaccess.access_for(job, task, spec, keys[job.user]),
             members=members_of(job),
         )
 

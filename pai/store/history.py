@@ -42,10 +42,11 @@ _RUNNING = (update(_ATTEMPT).where(_ATTEMPT.c.attempt_id == bindparam("id"))
             .values(state=TaskState.RUNNING.value, started_at=bindparam("started_at")))
 
 
-def _connection(s: Session) -> Connection:
-    """The session's connection, once the attempts it has added are written (``record_attempt`` leaves them to the
-    flush): an UPDATE on the connection does not flush first, as the session's own statements do."""
-    if s.new:
+def _connection(s: Session, attempt_id: str) -> Connection:
+    """The session's connection, once the attempt is written if it was added in this transaction (``record_attempt``
+    leaves it to the flush): an UPDATE on the connection does not flush first, as the session's own statements do.
+    The other rows added wait for the flush they would have had."""
+    if any(isinstance(row, TaskAttemptRow) and row.attempt_id == attempt_id for row in s.new):
         s.flush()
     return s.connection()
 
@@ -79,8 +80,9 @@ def finish_attempt(
     exit_reason: str | None = None,
 ) -> TaskAttempt:
     """Close an attempt with its final state and exit. Raises NoTaskError for an unknown attempt id."""
-    row = _connection(s).execute(_FINISH, {"id": attempt_id, "state": state.value, "finished_at": finished_at,
-                                           "exit_code": exit_code, "exit_reason": exit_reason}).first()
+    values = {"id": attempt_id, "state": state.value, "finished_at": finished_at, "exit_code": exit_code,
+              "exit_reason": exit_reason}
+    row = _connection(s, attempt_id).execute(_FINISH, values).first()
     if row is None:
         raise NoTaskError(f"task attempt {attempt_id} not found")
     return TaskAttempt(attempt_id, row.job_id, row.job_attempt, row.role, row.task_index, row.node, state, exit_code,
@@ -89,7 +91,7 @@ def finish_attempt(
 
 def mark_attempt_running(s: Session, attempt_id: str, started_at: float) -> None:
     """The agent reported the attempt running. Raises NoTaskError for an unknown attempt id."""
-    result = _connection(s).execute(_RUNNING, {"id": attempt_id, "started_at": started_at})
+    result = _connection(s, attempt_id).execute(_RUNNING, {"id": attempt_id, "started_at": started_at})
     if not result.rowcount:
         raise NoTaskError(f"task attempt {attempt_id} not found")
 

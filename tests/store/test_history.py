@@ -97,3 +97,22 @@ def test_mark_attempt_running_sets_state_and_start(db: Database, job_id: str) ->
     assert (got.state, got.started_at) == (TaskState.RUNNING, 5.0)
     with db.session() as s, pytest.raises(NoTaskError):
         history.mark_attempt_running(s, "missing", 5.0)
+
+
+def test_an_attempt_is_updated_beside_others_added_in_the_same_transaction(db: Database, job_id: str) -> None:
+    """A heartbeat ends some attempts and a pass adds others in one transaction: each update writes its own row only
+    (the attempt itself first if it was added in that transaction), and every row added is stored at the commit."""
+    from pai.store import history
+
+    with db.session() as s:
+        history.record_attempt(s, attempt(job_id, "a", 0, 1.0))
+    with db.session() as s:
+        history.record_attempt(s, attempt(job_id, "b", 0, 2.0, index=1))
+        history.record_attempt(s, attempt(job_id, "c", 0, 3.0, index=2))
+        done = history.finish_attempt(s, "a", state=TaskState.SUCCEEDED, finished_at=4.0, exit_code=0)
+        history.mark_attempt_running(s, "c", 5.0)
+    assert (done.attempt_id, done.started_at, done.finished_at, done.node) == ("a", 1.0, 4.0, "n1")
+    with db.session() as s:
+        got = {a.attempt_id: (a.state, a.started_at, a.finished_at) for a in history.list_attempts(s, job_id)}
+    assert got == {"a": (TaskState.SUCCEEDED, 1.0, 4.0), "b": (TaskState.RUNNING, 2.0, None),
+                   "c": (TaskState.RUNNING, 5.0, None)}
