@@ -262,10 +262,11 @@ def master_figures(c: Cluster, text: str) -> Figures:
             got.batched += float(value)
         else:
             got.batches += float(value)
-    for name, value in re.findall(r'^pai_sqlite_checkpoint_seconds_(count|sum)\{on="thread"\} (\S+)$', text, re.M):
-        setattr(got, "checkpoints" if name == "count" else "checkpoint_sum", float(value))
-    for name, value in re.findall(r'^pai_sqlite_checkpoint_seconds_(count|sum)\{on="writer"\} (\S+)$', text, re.M):
-        setattr(got, "writer_checkpoints" if name == "count" else "writer_checkpoint_sum", float(value))
+    fields = {("count", "thread"): "checkpoints", ("sum", "thread"): "checkpoint_sum",
+              ("count", "writer"): "writer_checkpoints", ("sum", "writer"): "writer_checkpoint_sum"}
+    for name, on, value in re.findall(r'^pai_sqlite_checkpoint_seconds_(count|sum)\{on="(thread|writer)"\} (\S+)$',
+                                      text, re.M):
+        setattr(got, fields[name, on], float(value))
     for value in re.findall(r"^pai_sqlite_wal_pages (\S+)$", text, re.M):
         got.wal_pages = float(value)
     buckets = {float(le): float(n) for le, route, n in re.findall(
