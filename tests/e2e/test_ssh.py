@@ -6,7 +6,10 @@ the job's key, the job's key downloaded from ``GET {job}/ssh``'s link; another u
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,7 +21,7 @@ import requests
 from pai.cli.api import MasterApi
 from pai.cli.http import HttpClient
 from tests.dbkit import database_url
-from tests.e2e.harness import Cluster, cluster
+from tests.e2e.harness import Cluster, cluster, wait_for
 from tests.nodeagent.sshkit import require_client
 
 BOB = ("bob", "bob-password")
@@ -56,8 +59,17 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster,
         submitted = requests.post(f"{c.url}/api/v2/jobs", data=JOB, timeout=30, headers={
             "Authorization": f"Bearer {token}", "Content-Type": "text/yaml"})
         assert submitted.status_code == 202, submitted.text
-        c.wait_state("bob~box", {"RUNNING"})
+        detail = c.wait_state("bob~box", {"RUNNING"})
+        for _, task in c.tasks(detail):  # the agent opens a task's SSH endpoint once it has seen it running
+            address = (task["containerIp"], int(task["containerPorts"]["ssh"]))
+            wait_for(f"ssh endpoint {address} listening", functools.partial(_accepts, address), timeout=30)
         yield c, env, key
+
+
+def _accepts(address: tuple[str, int]) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection(address, timeout=2):
+        return True
+    return False
 
 
 def pai(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
