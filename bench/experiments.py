@@ -342,8 +342,8 @@ async def run(c: Cluster, trials: int, rate: float, seconds: float, searcher: st
     if got.checkpoints:
         mean_ms = got.checkpoint_sum / got.checkpoints * 1000
         writer_ms = got.writer_checkpoint_sum / max(got.writer_checkpoints, 1) * 1000
-        print(f"SQLite checkpoints     {got.checkpoints:8.0f}   mean {mean_ms:.1f} ms on a thread of their own, then "
-              f"{writer_ms:.1f} ms on the writer")
+        print(f"SQLite checkpoints     {got.checkpoints:8.0f}   mean {mean_ms:.1f} ms on a thread of their own; "
+              f"{got.writer_checkpoints:.0f} on the writer (the log restarted), mean {writer_ms:.1f} ms")
         print(f"SQLite's log           {got.wal_pages:8.0f} pages at the last checkpoint   its file "
               f"{(wal or 0) / 2**20:.1f} MiB (as large as it has been)")
     mean = got.decide_sum / got.decide_count * 1000 if got.decide_count else 0.0

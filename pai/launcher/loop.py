@@ -44,13 +44,39 @@ class StoreThread:
         # told, for each call, what it was (its function's qualified name) and how long it held the writer thread
         # (``pai_store_writer_seconds``); set by the app once the launcher's metrics exist
         self.observe: Callable[[str, float], None] | None = None
+        # calls given to the writer thread (counted on the event loop) and calls it has finished (counted on the
+        # writer thread): equal when it runs none and none waits for it (``idle``)
+        self._given = self._finished = 0
 
     async def call(self, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
         """Run ``fn`` (a transaction that may write) on the writer thread."""
         work = functools.partial(fn, *args, **kwargs)
         if self.observe is not None:
             work = functools.partial(_timed, self.observe, _name(fn), work)
-        return await asyncio.get_running_loop().run_in_executor(self._pool, work)
+        self._given += 1
+        return await asyncio.get_running_loop().run_in_executor(self._pool, functools.partial(self._counted, work))
+
+    def _counted(self, work: Callable[[], R]) -> R:
+        """On the writer thread: ``work``, then counted finished (whether it failed or not)."""
+        try:
+            return work()
+        finally:
+            self._finished += 1
+
+    def idle(self) -> bool:
+        """Whether the writer thread runs no call and none waits for it (asked on the event loop)."""
+        return self._given == self._finished
+
+    def here(self, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+        """Run ``fn`` (a short transaction that may write) on the calling thread, the event loop's, in the writer's
+        stead: only while the writer thread is ``idle``, so that writes stay one at a time and in order (nothing can
+        be given to the writer thread until ``fn`` returns: only the event loop gives it work). Told to ``observe``
+        as a writer call is. Saves the trip to the writer thread and back (ADR 0003, addendum 2); for SQLite only,
+        whose transactions wait on no network."""
+        if not self.idle():
+            raise RuntimeError("the writer thread is busy: a call here would write beside it")
+        work = functools.partial(fn, *args, **kwargs)
+        return _timed(self.observe, _name(fn), work) if self.observe is not None else work()
 
     async def read(self, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
         """Run ``fn`` (a transaction that only reads, or other work that must not hold the event loop) on a reader

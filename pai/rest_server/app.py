@@ -60,6 +60,7 @@ from pai.store.private import private_dir
 
 log = logging.getLogger("pai.master")
 CHECKPOINT_SECONDS = 1.0  # SQLite: how often the write-ahead log is checkpointed (``_checkpoints``)
+RESTART_PAGES = 8_192  # SQLite: a log this long (pages) is restarted by a checkpoint's second step (``_checkpoints``)
 
 
 def _ignore() -> None:
@@ -114,25 +115,28 @@ async def _prepare(app: web.Application, store: StoreThread, db: Database) -> No
 async def _checkpoints(app: web.Application) -> AsyncIterator[None]:
     """SQLite: the write-ahead log is copied into the database file every ``CHECKPOINT_SECONDS``, not by whichever
     commit takes it past 1,000 pages (that commit waited for the disk, 60-290 ms measured, with the writer thread and
-    every report behind it): first on a thread of its own, writes going on meanwhile; then the few pages they added,
-    on the writer thread, where no write runs beside it, so that the log is whole in the file and the next write
-    starts it again from its beginning (a log that writes always run beside is never restarted: it grows). ADR 0005.
+    every report behind it): on a thread of its own, writes going on meanwhile; and once the log is ``RESTART_PAGES``
+    long, then the few pages they added on the writer thread, where no write runs beside it, so that the log is
+    whole in the file and the next write starts it again from its beginning (a log that writes always run beside is
+    never restarted: it grows; the writer's step syncs the file, milliseconds of the writer each time). ADR 0005.
     Nothing to do on PostgreSQL."""
     db, store, metrics = app[DB], app[STORE], app[LAUNCHER].metrics
 
-    async def checkpoint(on: str, run: Callable[[], Awaitable[Checkpoint | None]]) -> None:
+    async def checkpoint(on: str, run: Callable[[], Awaitable[Checkpoint | None]]) -> Checkpoint | None:
         began = time.perf_counter()
         done = await run()
         metrics.checkpoint_seconds.labels(on).observe(time.perf_counter() - began)
         if done is not None:
             metrics.wal_pages.set(max(done.frames, 0))
+        return done
 
     async def run() -> None:
         while True:
             await asyncio.sleep(CHECKPOINT_SECONDS)
             try:
-                await checkpoint("thread", lambda: asyncio.to_thread(db.checkpoint))
-                await checkpoint("writer", lambda: store.call(db.checkpoint))
+                done = await checkpoint("thread", lambda: asyncio.to_thread(db.checkpoint))
+                if done is not None and done.frames >= RESTART_PAGES:
+                    await checkpoint("writer", lambda: store.call(db.checkpoint))
             except Exception:  # the disk, the file: tried again at the next one (the commits do not wait for it)
                 log.exception("SQLite checkpoint failed")
 

@@ -50,7 +50,9 @@ class ReportBatcher:
                 batch, self._waiting = self._waiting[:MAX_BATCH], self._waiting[MAX_BATCH:]
                 items = [item for item, _ in batch]
                 try:
-                    outcomes: list[Outcome | Exception] = [*await self.store.call(self._store, items)]
+                    stored = self.store.here(self._store, items) if self._here() else await self.store.call(
+                        self._store, items)
+                    outcomes: list[Outcome | Exception] = [*stored]
                 except Exception as e:  # the database failed the transaction: each report gets the error (a 500)
                     log.warning("trial reports not stored reports=%d error=%r", len(items), e)
                     outcomes = [e] * len(items)
@@ -63,10 +65,15 @@ class ReportBatcher:
         finally:
             self._draining = None
 
+    def _here(self) -> bool:
+        """Whether the next batch is stored on the event loop (``StoreThread.here``): on SQLite, while the writer
+        thread is idle (a batch of a few reports costs less than the trip to that thread and back)."""
+        return self.db.dialect == "sqlite" and self.store.idle()
+
     def _store(self, items: list[Incoming]) -> list[Outcome]:
-        """On the writer thread. SQLite: on a connection of the batcher's own, kept between batches (no pool checkout
-        and return each time: ADR 0003, addendum); PostgreSQL: one from the pool each time (a connection kept would
-        outlive a server restart)."""
+        """On the writer thread, or in its stead while it is idle (``_here``). SQLite: on a connection of the
+        batcher's own, kept between batches (no pool checkout and return each time: ADR 0003, addendum); PostgreSQL:
+        one from the pool each time (a connection kept would outlive a server restart)."""
         if self.db.dialect != "sqlite":
             with self.db.engine.begin() as c:
                 return report_many(c, items)

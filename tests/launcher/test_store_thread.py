@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import threading
 import time
 from collections.abc import Iterator
 
@@ -49,3 +51,29 @@ async def test_each_writer_call_is_told_by_its_function_with_its_time(store: Sto
 async def test_without_an_observer_a_call_is_only_run(store: StoreThread) -> None:
     assert store.observe is None
     assert await store.call(Pass().run, 41) == 42
+
+
+async def test_a_call_here_runs_on_the_callers_thread_only_while_the_writer_is_idle(store: StoreThread) -> None:
+    """``here``: the caller's thread stands in for the writer while it runs nothing and nothing waits for it (ADR
+    0003, addendum 2); told to the observer as a writer call is. While the writer works, ``here`` refuses."""
+    seen: list[str] = []
+    store.observe = lambda call, seconds: seen.append(call)
+    assert store.idle()
+    assert store.here(threading.get_ident) == threading.get_ident()
+    assert await store.call(threading.get_ident) != threading.get_ident()
+    assert store.idle() and seen == ["get_ident", "get_ident"]
+    busy, release = threading.Event(), threading.Event()
+    held = asyncio.ensure_future(store.call(lambda: (busy.set(), release.wait(10))))
+    queued = asyncio.ensure_future(store.call(Pass().run, 1))
+    assert await asyncio.to_thread(busy.wait, 10)
+    assert not store.idle()
+    with pytest.raises(RuntimeError, match="busy"):
+        store.here(Pass().run, 1)
+    release.set()
+    await held
+    assert not store.idle() or queued.done()  # the queued call still counts until it has run
+    assert await queued == 2
+    assert store.idle()
+    with pytest.raises(ValueError):
+        await store.call(fails)
+    assert store.idle()  # a failed call is finished too

@@ -14,7 +14,9 @@ import yaml
 from sqlalchemy import event
 
 from pai.launcher import experiments as runner
+from pai.rest_server import reports as batcher_module
 from pai.rest_server.keys import DB, LAUNCHER, REPORTS, STORE
+from pai.store import trial_reports as reports_module
 from pai.store import users
 from tests.eventually import eventually
 from tests.rest_server.conftest import Api
@@ -345,6 +347,51 @@ async def test_reports_that_wait_for_the_writer_are_stored_in_one_transaction(ap
     assert registry.get_sample_value("pai_trial_report_batch_size_bucket", {"le": "1.0"}) <= 1
     status, series = await api.call("GET", f"/api/v2/trials/{first}/metrics?name=loss")
     assert status == 200 and [step for step, _ in series["metrics"]["loss"]] == list(range(10))
+
+
+async def test_on_sqlite_a_report_that_finds_the_writer_idle_is_stored_on_the_event_loop(
+        api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SQLite: a batch that finds the writer thread idle is stored in its stead on the event loop's thread (no trip
+    to the writer and back: ADR 0003, addendum 2); one that finds it busy waits for it and is stored there.
+    PostgreSQL: always on the writer thread (a transaction there waits on the network)."""
+    await create(api, experiment())
+    await trials_when(api, lambda ts: len(ts) == 2, "two trials")
+    await add_node(api, "n1")
+    command = (await starts(api, "n1", []))[0]
+    trial, token = command["env"]["PAI_TRIAL_ID"], command["env"]["PAI_TRIAL_TOKEN"]
+    stored_on: list[int] = []
+
+    def recorded(c: Any, items: Any) -> Any:
+        stored_on.append(threading.get_ident())
+        return reports_module.report_many(c, items)
+    monkeypatch.setattr(batcher_module, "report_many", recorded)
+
+    async def report(step: int) -> tuple[int, Any]:
+        return await api.call("POST", f"/api/v2/trials/{trial}/metrics", token=token,
+                              json_body={"step": step, "metrics": {"loss": 1.0}})
+
+    for step in range(10):
+        assert await report(step) == (200, {"stored": 1, "stop": False})
+    here = threading.get_ident()  # the test's thread runs the app's event loop
+    sqlite = api.client.app[DB].dialect == "sqlite"
+    assert len(stored_on) == 10 and (here in stored_on) == sqlite and (sqlite or set(stored_on) != {here})
+    busy, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        busy.set()
+        release.wait(20)
+
+    held = asyncio.create_task(api.client.app[STORE].call(hold))
+    assert await asyncio.to_thread(busy.wait, 10)
+    waiting = asyncio.create_task(report(10))
+    batcher = api.client.app[REPORTS]
+    await eventually(lambda: batcher._draining is not None and not batcher._waiting,
+                     what="the report handed to the writer thread")
+    assert len(stored_on) == 10  # not stored beside the writer's call
+    release.set()
+    await held
+    assert await waiting == (200, {"stored": 1, "stop": False})
+    assert stored_on[10] != here  # it waited for the writer thread, and was stored there
 
 
 async def test_a_trial_no_node_could_hold_is_submitted_with_the_warning_in_its_history(api: Api) -> None:
