@@ -10,9 +10,9 @@ import math
 import queue
 import time
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
-from typing import ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar, cast
 
 from pai.domain.errors import FencedError, NotLeaderError
 from pai.launcher.decider import Decider
@@ -47,6 +47,8 @@ class StoreThread:
         # calls given to the writer thread (counted on the event loop) and calls it has finished (counted on the
         # writer thread): equal when it runs none and none waits for it (``idle``)
         self._given = self._finished = 0
+        # calls that go before those waiting (``call_first``): each with the future its caller awaits
+        self._first: queue.SimpleQueue[tuple[Callable[[], object], Future[object]]] = queue.SimpleQueue()
 
     async def call(self, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
         """Run ``fn`` (a transaction that may write) on the writer thread."""
@@ -56,8 +58,37 @@ class StoreThread:
         self._given += 1
         return await asyncio.get_running_loop().run_in_executor(self._pool, functools.partial(self._counted, work))
 
+    async def call_first(self, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+        """``call``, ahead of the calls waiting for the writer thread: it waits only for the one running (a trial's
+        reports: a rung's stops and new trials, a call each, come one after another, and a report that came after
+        the next one was given would wait for both)."""
+        work: Callable[[], object] = functools.partial(fn, *args, **kwargs)
+        if self.observe is not None:
+            work = functools.partial(_timed, self.observe, _name(fn), work)
+        done: Future[object] = Future()
+        self._given += 1
+        self._first.put((work, done))
+        self._pool.submit(self._run_first)  # taken at once by an idle writer; else by the next call's turn
+        return cast(R, await asyncio.wrap_future(done))
+
+    def _run_first(self) -> None:
+        """On the writer thread: the ``call_first`` calls waiting, in the order they came."""
+        with contextlib.suppress(queue.Empty):
+            while True:
+                work, done = self._first.get_nowait()
+                try:
+                    if done.set_running_or_notify_cancel():
+                        try:
+                            done.set_result(work())
+                        except BaseException as e:  # the caller's to see
+                            done.set_exception(e)
+                finally:
+                    self._finished += 1
+
     def _counted(self, work: Callable[[], R]) -> R:
-        """On the writer thread: ``work``, then counted finished (whether it failed or not)."""
+        """On the writer thread: the ``call_first`` calls waiting, then ``work``, then counted finished (whether it
+        failed or not)."""
+        self._run_first()
         try:
             return work()
         finally:

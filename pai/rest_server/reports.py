@@ -50,7 +50,7 @@ class ReportBatcher:
                 batch, self._waiting = self._waiting[:MAX_BATCH], self._waiting[MAX_BATCH:]
                 items = [item for item, _ in batch]
                 try:
-                    stored = self.store.here(self._store, items) if self._here() else await self.store.call(
+                    stored = self.store.here(self._store, items) if self._here() else await self.store.call_first(
                         self._store, items)
                     outcomes: list[Outcome | Exception] = [*stored]
                 except Exception as e:  # the database failed the transaction: each report gets the error (a 500)

@@ -77,3 +77,35 @@ async def test_a_call_here_runs_on_the_callers_thread_only_while_the_writer_is_i
     with pytest.raises(ValueError):
         await store.call(fails)
     assert store.idle()  # a failed call is finished too
+
+
+async def test_a_call_first_goes_before_the_calls_waiting_and_after_the_one_running(store: StoreThread) -> None:
+    """``call_first`` (a trial's reports): it waits for the call the writer runs, not for those given before it."""
+    order: list[str] = []
+    busy, release = threading.Event(), threading.Event()
+
+    def running() -> None:
+        busy.set()
+        release.wait(10)
+        order.append("running")
+
+    held = asyncio.ensure_future(store.call(running))
+    assert await asyncio.to_thread(busy.wait, 10)
+    waiting = [asyncio.ensure_future(store.call(order.append, f"waiting {i}")) for i in range(2)]
+    await asyncio.sleep(0)  # both handed to the writer's queue
+    first = asyncio.ensure_future(store.call_first(order.append, "first"))
+    later_first = asyncio.ensure_future(store.call_first(order.append, "first again"))
+    await asyncio.sleep(0)
+    release.set()
+    await asyncio.gather(held, *waiting, first, later_first)
+    assert order == ["running", "first", "first again", "waiting 0", "waiting 1"]
+    assert store.idle()
+
+
+async def test_a_call_first_to_an_idle_writer_runs_at_once_and_its_failure_is_the_callers(store: StoreThread) -> None:
+    seen: list[str] = []
+    store.observe = lambda call, seconds: seen.append(call)
+    assert await store.call_first(Pass().run, 1) == 2
+    with pytest.raises(ValueError):
+        await store.call_first(fails)
+    assert seen == ["Pass.run", "fails"] and store.idle()

@@ -303,10 +303,9 @@ async def test_the_batches_keep_one_connection_on_sqlite_and_give_it_back(api: A
     for step in range(1, 5):
         await reports(step)
     assert batcher._connection is kept and all(dbapi is not kept_dbapi for dbapi in checkins)  # kept between batches
-    held = pool.checkedout()
     await api.client.app[STORE].call(batcher.close)
-    assert batcher._connection is None and pool.checkedout() == held - (1 if sqlite else 0)
-    assert (kept_dbapi in checkins) == sqlite  # given back at the close
+    # given back at the close (the pool's count of connections out is no measure: the launcher's loop takes some)
+    assert batcher._connection is None and (kept_dbapi in checkins) == sqlite
 
 
 async def test_reports_that_wait_for_the_writer_are_stored_in_one_transaction(api: Api) -> None:
