@@ -20,7 +20,7 @@ from collections.abc import Callable
 from sqlalchemy.engine import Connection
 
 from pai.launcher.loop import StoreThread
-from pai.store.db import Database
+from pai.store.db import BEGIN_IMMEDIATE, Database, is_locked
 from pai.store.trial_reports import Incoming, Outcome, report_many
 
 log = logging.getLogger(__name__)
@@ -34,6 +34,7 @@ class ReportBatcher:
         self._waiting: list[tuple[Incoming, asyncio.Future[Outcome | Exception]]] = []
         self._draining: asyncio.Task[None] | None = None
         self._connection: Connection | None = None  # SQLite: the batches' connection (``_store``)
+        self._here_connection: Connection | None = None  # SQLite: those stored on the event loop (``_store_here``)
         self.batches = 0  # transactions so far (the tests and the benchmark read it)
 
     async def submit(self, item: Incoming) -> Outcome | Exception:
@@ -50,8 +51,7 @@ class ReportBatcher:
                 batch, self._waiting = self._waiting[:MAX_BATCH], self._waiting[MAX_BATCH:]
                 items = [item for item, _ in batch]
                 try:
-                    stored = self.store.here(self._store, items) if self._here() else await self.store.call_first(
-                        self._store, items)
+                    stored = await self._stored(items)
                     outcomes: list[Outcome | Exception] = [*stored]
                 except Exception as e:  # the database failed the transaction: each report gets the error (a 500)
                     log.warning("trial reports not stored reports=%d error=%r", len(items), e)
@@ -65,29 +65,62 @@ class ReportBatcher:
         finally:
             self._draining = None
 
-    def _here(self) -> bool:
-        """Whether the next batch is stored on the event loop (``StoreThread.here``): on SQLite, while the writer
-        thread is idle (a batch of a few reports costs less than the trip to that thread and back)."""
-        return self.db.dialect == "sqlite" and self.store.idle()
+    async def _stored(self, items: list[Incoming]) -> list[Outcome]:
+        """``items`` stored: on SQLite while the writer thread is idle, on the event loop in its stead
+        (``StoreThread.here``: a batch of a few reports costs less than the trip to that thread and back); else, or
+        if another process holds the file's write lock, on the writer thread, ahead of the calls waiting for it."""
+        if self.db.dialect == "sqlite" and self.store.idle():
+            try:
+                return self.store.here(self._store_here, items)
+            except Exception as e:
+                if not is_locked(e):
+                    raise
+                log.info("trial reports wait for the database file's lock reports=%d", len(items))
+        return await self.store.call_first(self._store, items)
+
+    def _store_here(self, items: list[Incoming]) -> list[Outcome]:
+        """On the event loop (SQLite): on a connection of its own that waits for no lock (``busy_timeout=0``: the
+        loop must not wait for another process's write), given up after a failure, never back to the pool."""
+        if self._here_connection is None:
+            connection = self.db.engine.connect().execution_options(**{BEGIN_IMMEDIATE: True})
+            connection.connection.driver_connection.execute("PRAGMA busy_timeout=0")  # type: ignore[union-attr]
+            self._here_connection = connection
+        try:
+            with self._here_connection.begin():
+                return report_many(self._here_connection, items)
+        except Exception:
+            self._close_here()
+            raise
+
+    def _close_here(self) -> None:
+        connection, self._here_connection = self._here_connection, None
+        if connection is not None:
+            connection.invalidate()  # its busy timeout is not the engine's: closed, not pooled
+            connection.close()
 
     def _store(self, items: list[Incoming]) -> list[Outcome]:
-        """On the writer thread, or in its stead while it is idle (``_here``). SQLite: on a connection of the
-        batcher's own, kept between batches (no pool checkout and return each time: ADR 0003, addendum); PostgreSQL:
-        one from the pool each time (a connection kept would outlive a server restart)."""
+        """On the writer thread. SQLite: on a connection of the batcher's own, kept between batches (no pool checkout
+        and return each time: ADR 0003, addendum); PostgreSQL: one from the pool each time (a connection kept would
+        outlive a server restart)."""
         if self.db.dialect != "sqlite":
             with self.db.engine.begin() as c:
                 return report_many(c, items)
-        if self._connection is None:
-            self._connection = self.db.engine.connect()
+        if self._connection is None:  # a batch writes: it waits for the file's lock at its BEGIN
+            self._connection = self.db.engine.connect().execution_options(**{BEGIN_IMMEDIATE: True})
         try:
             with self._connection.begin():
                 return report_many(self._connection, items)
         except Exception:
-            self.close()  # a fresh one for the next batch
+            self._close_kept()  # a fresh one for the next batch
             raise
 
-    def close(self) -> None:
-        """On the writer thread, before the database is disposed: the connection kept, if any, back to the pool."""
+    def _close_kept(self) -> None:
         connection, self._connection = self._connection, None
         if connection is not None:
             connection.close()
+
+    def close(self) -> None:
+        """On the writer thread, before the database is disposed: the connection kept, if any, back to the pool (the
+        event loop's closed)."""
+        self._close_kept()
+        self._close_here()

@@ -7,6 +7,7 @@ success and rolls back on error. The master calls the store from one worker thre
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,6 +27,10 @@ from pai.store.sealing import KEYRING_INFO
 DATA_DIR_ENV = "PAI_DATA_DIR"
 DATABASE_URL_ENV = "PAI_DATABASE_URL"
 SQLITE_BUSY_TIMEOUT_MS = 10_000
+# a connection's execution option: on SQLite its transactions take the file's write lock at their BEGIN (waiting for
+# it as long as the busy timeout says), not at their first write (where a transaction that has read fails at once
+# if another connection holds it: SQLite cannot wait there without risking a deadlock); for transactions that write
+BEGIN_IMMEDIATE = "pai_begin_immediate"
 # Any constant will do: it only keeps two masters from migrating the same PostgreSQL database at once.
 _PG_MIGRATION_LOCK = 0x7061695F6D6967
 
@@ -195,6 +200,14 @@ def _create_engine(url: URL, idle_in_transaction_seconds: float | None = None,
     return create_engine(url.update_query_dict({"options": options}), pool_pre_ping=True)
 
 
+def is_locked(error: BaseException) -> bool:
+    """Whether ``error`` (the driver's, or SQLAlchemy's around it) is SQLite's SQLITE_BUSY: another connection holds
+    the lock the statement needed, and the busy timeout passed (at once on a connection whose timeout is 0)."""
+    cause = getattr(error, "orig", error)
+    code = getattr(cause, "sqlite_errorcode", 0) if isinstance(cause, sqlite3.OperationalError) else 0
+    return (code & 0xFF) == sqlite3.SQLITE_BUSY
+
+
 def _sqlite_engine(url: URL, background_checkpoints: bool) -> Engine:
     if url.database and url.database != ":memory:" and not url.database.startswith("file:"):
         private_sqlite(Path(url.database).expanduser())
@@ -218,6 +231,8 @@ def _sqlite_engine(url: URL, background_checkpoints: bool) -> Engine:
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Connection) -> None:
         # on the driver's connection, not through SQLAlchemy's execution of a statement (ADR 0003, addendum)
-        connection.connection.driver_connection.execute("BEGIN")  # type: ignore[union-attr]
+        immediate = connection.get_execution_options().get(BEGIN_IMMEDIATE, False)
+        connection.connection.driver_connection.execute(  # type: ignore[union-attr]
+            "BEGIN IMMEDIATE" if immediate else "BEGIN")
 
     return engine

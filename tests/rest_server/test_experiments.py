@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import threading
 from typing import Any
 
 import pytest
 import yaml
-from sqlalchemy import event
+from sqlalchemy import event, make_url
 
 from pai.launcher import experiments as runner
 from pai.rest_server import reports as batcher_module
@@ -278,13 +279,15 @@ async def test_a_trial_asked_to_stop_is_written_once_while_its_job_stops(api: Ap
     assert [t["stoppedBy"] for t in ended] == ["user", "user"]
 
 
-async def test_the_batches_keep_one_connection_on_sqlite_and_give_it_back(api: Api) -> None:
-    """SQLite: every batch on the batcher's own connection, given back to the pool when the batcher closes (before
-    the database is disposed); PostgreSQL: one from the pool each batch, none kept."""
+async def test_the_batches_keep_their_connections_on_sqlite_and_give_them_back(api: Api) -> None:
+    """SQLite: the batches stored on the event loop on a connection of their own, those stored on the writer thread
+    on another, each kept between batches; at the batcher's close the writer's goes back to the pool and the event
+    loop's (its busy timeout is not the engine's) is closed. PostgreSQL: one from the pool each batch, none kept."""
     await create(api, experiment())
     await trials_when(api, lambda ts: len(ts) == 2, "two trials")
     await add_node(api, "n1")
     commands = await starts(api, "n1", [])
+    batcher, sqlite = api.client.app[REPORTS], api.client.app[DB].dialect == "sqlite"
 
     async def reports(step: int) -> None:
         for c in commands:
@@ -292,20 +295,64 @@ async def test_the_batches_keep_one_connection_on_sqlite_and_give_it_back(api: A
                                        token=c["env"]["PAI_TRIAL_TOKEN"], json_body={"step": step, "metrics": {"l": 1}})
             assert status == 200
 
+    async def while_the_writer_works(step: int) -> None:
+        busy, release = threading.Event(), threading.Event()
+        held = asyncio.create_task(api.client.app[STORE].call(lambda: (busy.set(), release.wait(20))))
+        assert await asyncio.to_thread(busy.wait, 10)
+        sent = asyncio.create_task(reports(step))
+        await eventually(lambda: batcher._draining is not None and not batcher._waiting, what="a batch for the writer")
+        release.set()
+        await asyncio.gather(held, sent)
+
     await reports(0)
-    batcher, sqlite = api.client.app[REPORTS], api.client.app[DB].dialect == "sqlite"
-    kept = batcher._connection
-    assert (kept is not None) == sqlite
+    await while_the_writer_works(1)
+    here, kept = batcher._here_connection, batcher._connection
+    assert (here is not None) == sqlite and (kept is not None) == sqlite
     kept_dbapi = kept.connection.dbapi_connection if kept is not None else None
     pool = api.client.app[DB].engine.pool
     checkins: list[object] = []
     event.listen(pool, "checkin", lambda dbapi, record: checkins.append(dbapi))
-    for step in range(1, 5):
+    for step in range(2, 5):
         await reports(step)
-    assert batcher._connection is kept and all(dbapi is not kept_dbapi for dbapi in checkins)  # kept between batches
+        await while_the_writer_works(step + 10)
+    assert batcher._here_connection is here and batcher._connection is kept  # kept between batches
+    assert all(dbapi is not kept_dbapi for dbapi in checkins)
+    here_dbapi = here.connection.dbapi_connection if here is not None else None
     await api.client.app[STORE].call(batcher.close)
-    # given back at the close (the pool's count of connections out is no measure: the launcher's loop takes some)
-    assert batcher._connection is None and (kept_dbapi in checkins) == sqlite
+    assert batcher._connection is None and batcher._here_connection is None
+    assert (kept_dbapi in checkins) == sqlite  # the writer's back to the pool (the pool's count of connections out
+    # is no measure: the launcher's loop takes some)
+    if here_dbapi is not None:  # the event loop's closed
+        with pytest.raises(sqlite3.ProgrammingError):
+            here_dbapi.execute("SELECT 1")
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+async def test_on_sqlite_a_file_another_process_holds_locked_does_not_hold_the_event_loop(
+        api: Api, db_url: str) -> None:
+    """A batch stored on the event loop waits for no lock: while another process holds the database file's write
+    lock, the report waits for it on the writer thread and the master goes on answering; once the lock is let go
+    the report is stored, once."""
+    await create(api, experiment())
+    await trials_when(api, lambda ts: len(ts) == 2, "two trials")
+    await add_node(api, "n1")
+    command = (await starts(api, "n1", []))[0]
+    trial, token = command["env"]["PAI_TRIAL_ID"], command["env"]["PAI_TRIAL_TOKEN"]
+    other = sqlite3.connect(make_url(db_url).database, isolation_level=None)  # another process's connection
+    try:
+        other.execute("BEGIN IMMEDIATE")  # the file's write lock
+        report = asyncio.create_task(api.call("POST", f"/api/v2/trials/{trial}/metrics", token=token,
+                                              json_body={"step": 7, "metrics": {"loss": 0.5}}))
+        for _ in range(3):  # the event loop answers meanwhile
+            status, _ = await asyncio.wait_for(api.call("GET", f"/api/v2/trials/{trial}/metrics"), 5)
+            assert status == 200
+        assert not report.done()  # the report waits for the lock
+    finally:
+        other.rollback()
+        other.close()
+    assert await asyncio.wait_for(report, 15) == (200, {"stored": 1, "stop": False})
+    status, series = await api.call("GET", f"/api/v2/trials/{trial}/metrics?name=loss")
+    assert status == 200 and series["metrics"]["loss"] == [[7, 0.5]]
 
 
 async def test_reports_that_wait_for_the_writer_are_stored_in_one_transaction(api: Api) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -16,7 +17,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from pai.domain.node import Node
 from pai.domain.resources import Resources
 from pai.store import keyword, migrations, nodes
-from pai.store.db import Database, database_url, default_data_dir, normalize_url
+from pai.store.db import BEGIN_IMMEDIATE, Database, database_url, default_data_dir, is_locked, normalize_url
 from pai.store.schema import metadata
 
 from .conftest import Kind, make_database
@@ -224,3 +225,30 @@ def test_a_checkpoint_is_sqlites_alone(kind: Kind, tmp_path: Path) -> None:
             assert done is None
         else:
             assert done is not None and not done.busy and done.frames >= 0
+
+
+def test_sqlite_a_connection_asked_to_begin_immediately_takes_the_write_lock_at_its_begin(tmp_path: Path) -> None:
+    """``BEGIN_IMMEDIATE``: the transaction holds the file's write lock from its BEGIN (another connection that waits
+    for no lock cannot write meanwhile: ``is_locked``); without it a BEGIN takes no lock."""
+    db = Database(f"sqlite:///{tmp_path / 'pai.db'}")
+    db.migrate()
+    other = sqlite3.connect(tmp_path / "pai.db", isolation_level=None)
+    other.execute("PRAGMA busy_timeout=0")
+    try:
+        with db.engine.connect() as plain, plain.begin():
+            other.execute("BEGIN IMMEDIATE")  # free: a plain BEGIN locks nothing
+            other.rollback()
+        with db.engine.connect().execution_options(**{BEGIN_IMMEDIATE: True}) as c, c.begin():
+            with pytest.raises(sqlite3.OperationalError) as raised:
+                other.execute("BEGIN IMMEDIATE")
+            assert is_locked(raised.value)
+            assert is_locked(DBAPIError(None, None, raised.value))  # SQLAlchemy's wrapping too
+        other.execute("BEGIN IMMEDIATE")  # let go at the end of the transaction
+        other.rollback()
+    finally:
+        other.close()
+        db.dispose()
+    with pytest.raises(sqlite3.OperationalError) as other_error:
+        sqlite3.connect(":memory:").execute("SELECT * FROM nowhere")
+    assert not is_locked(other_error.value) and not is_locked(sqlite3.OperationalError("database is locked"))
+    assert not is_locked(ValueError("locked"))
