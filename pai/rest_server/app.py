@@ -21,9 +21,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from aiohttp import ClientSession, DummyCookieJar, TCPConnector, web
 
 from pai.jobspec.vcconfig import load_cluster_config
-from pai.launcher.loop import LauncherLoop, StoreThread
+from pai.launcher.loop import LauncherLoop
 from pai.launcher.role import Role
 from pai.launcher.service import Launcher
+from pai.launcher.storethread import StoreThread
 from pai.launcher.vcadmin import VcAdmin
 from pai.protocol.door import DOOR_LOGGER
 from pai.rest_server import logfollow, sessions

@@ -7,9 +7,10 @@ from enum import Enum
 
 from aiohttp import ClientSession, web
 
-from pai.launcher.loop import LauncherLoop, StoreThread
+from pai.launcher.loop import LauncherLoop
 from pai.launcher.role import Role
 from pai.launcher.service import Launcher
+from pai.launcher.storethread import StoreThread
 from pai.launcher.vcadmin import VcAdmin
 from pai.rest_server.channel import AgentChannels
 from pai.rest_server.config import MasterConfig

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from sqlalchemy.engine import Connection
 
-from pai.launcher.loop import StoreThread
+from pai.launcher.storethread import StoreThread
 from pai.store.db import BEGIN_IMMEDIATE, Database, is_locked
 from pai.store.trial_reports import Incoming, Outcome, report_many
 

@@ -22,8 +22,8 @@ from aiohttp import web
 from sqlalchemy.orm import Session
 
 from pai.domain.errors import ForbiddenUserError, UnauthorizedUserError
-from pai.launcher.loop import StoreThread
 from pai.launcher.service import Launcher
+from pai.launcher.storethread import StoreThread
 from pai.launcher.vcadmin import VcAdmin
 from pai.store.db import Database
 from pai.store.records import Caller, User

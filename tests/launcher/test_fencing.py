@@ -13,9 +13,10 @@ import pytest
 from pai.domain.errors import FencedError, NotLeaderError
 from pai.domain.jobspec import JobSpec, TaskRoleSpec
 from pai.domain.resources import Resources
-from pai.launcher.loop import LauncherLoop, StoreThread
+from pai.launcher.loop import LauncherLoop
 from pai.launcher.role import Role
 from pai.launcher.service import Launcher
+from pai.launcher.storethread import StoreThread
 from pai.protocol.messages import HeartbeatRequest, NodeInfo, RegisterRequest
 from pai.store import jobs, leases
 from pai.store.db import Database

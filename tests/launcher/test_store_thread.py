@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pai.launcher.loop import StoreThread
+from pai.launcher.storethread import StoreThread
 
 
 @pytest.fixture

@@ -12,8 +12,9 @@ from pai.domain.jobspec import JobSpec, TaskRoleSpec
 from pai.domain.resources import Resources
 from pai.domain.states import TaskState
 from pai.launcher import cluster
-from pai.launcher.loop import LauncherLoop, StoreThread
+from pai.launcher.loop import LauncherLoop
 from pai.launcher.service import Launcher, LauncherConfig
+from pai.launcher.storethread import StoreThread
 from pai.launcher.usage import KEEP_SECONDS
 from pai.protocol.messages import NodeInfo, RegisterRequest
 from pai.store import stats

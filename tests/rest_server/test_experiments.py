@@ -304,7 +304,13 @@ async def test_the_batches_keep_their_connections_on_sqlite_and_give_them_back(a
         release.set()
         await asyncio.gather(held, sent)
 
-    await reports(0)
+    steps = iter(range(100, 1000))
+
+    async def stored_on_the_loop() -> bool:  # the writer thread is idle most of the time, not always (the loop's ticks)
+        await reports(next(steps))
+        return batcher._here_connection is not None or not sqlite
+
+    await eventually(stored_on_the_loop, what="a batch stored on the event loop")
     await while_the_writer_works(1)
     here, kept = batcher._here_connection, batcher._connection
     assert (here is not None) == sqlite and (kept is not None) == sqlite

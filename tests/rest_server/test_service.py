@@ -12,8 +12,8 @@ import pytest
 from sqlalchemy import event, text
 
 from pai.domain.errors import ForbiddenUserError, UnauthorizedUserError
-from pai.launcher.loop import StoreThread
 from pai.launcher.service import Launcher
+from pai.launcher.storethread import StoreThread
 from pai.launcher.vcadmin import VcAdmin
 from pai.rest_server.service import Context, Credentials, Service, anonymous, reads, writes
 from pai.store.db import Database
