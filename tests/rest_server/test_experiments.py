@@ -5,9 +5,11 @@ The node is an agent played by the test (its heartbeats), so that every exit is 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sqlite3
 import threading
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -66,6 +68,19 @@ async def starts(api: Api, node: str, running: list[dict[str, Any]]) -> list[dic
         found = [c for c in reply["commands"] if c["type"] == "start"]  # type: ignore[union-attr,index]
         return found or None
     return await eventually(probe, what="start commands")
+
+
+@contextlib.asynccontextmanager
+async def writer_held(api: Api) -> AsyncIterator[None]:
+    """The app's writer thread busy with a call of the test's until the block ends."""
+    busy, release = threading.Event(), threading.Event()
+    held = asyncio.create_task(api.client.app[STORE].call(lambda: (busy.set(), release.wait(20))))
+    assert await asyncio.to_thread(busy.wait, 10)
+    try:
+        yield
+    finally:
+        release.set()
+        await held
 
 
 def report_of(start: dict[str, Any], status: str = "running", exit_code: int | None = None) -> dict[str, Any]:
@@ -296,13 +311,11 @@ async def test_the_batches_keep_their_connections_on_sqlite_and_give_them_back(a
             assert status == 200
 
     async def while_the_writer_works(step: int) -> None:
-        busy, release = threading.Event(), threading.Event()
-        held = asyncio.create_task(api.client.app[STORE].call(lambda: (busy.set(), release.wait(20))))
-        assert await asyncio.to_thread(busy.wait, 10)
-        sent = asyncio.create_task(reports(step))
-        await eventually(lambda: batcher._draining is not None and not batcher._waiting, what="a batch for the writer")
-        release.set()
-        await asyncio.gather(held, sent)
+        async with writer_held(api):
+            sent = asyncio.create_task(reports(step))
+            await eventually(lambda: batcher._draining is not None and not batcher._waiting,
+                             what="a batch for the writer")
+        await sent
 
     steps = iter(range(100, 1000))
 
@@ -370,26 +383,17 @@ async def test_reports_that_wait_for_the_writer_are_stored_in_one_transaction(ap
     token = {int(c["env"]["PAI_TRIAL_ID"]): c["env"]["PAI_TRIAL_TOKEN"] for c in commands}
     (first, mine), (second, theirs) = sorted(token.items())
     batcher = api.client.app[REPORTS]
-    busy, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        busy.set()
-        release.wait(20)
-
-    held = asyncio.create_task(api.client.app[STORE].call(hold))
-    assert await asyncio.to_thread(busy.wait, 10)
-    before = batcher.batches
-    registry = api.client.app[LAUNCHER].metrics.registry
-    stored_before = registry.get_sample_value("pai_trial_report_batch_size_sum") or 0.0
-    calls = [api.call("POST", f"/api/v2/trials/{trial}/metrics", token=tok,
-                      json_body={"step": step, "metrics": {"loss": 1.0 / (step + 1)}})
-             for step in range(10) for trial, tok in ((first, mine), (second, theirs))]
-    calls.append(api.call("POST", f"/api/v2/trials/{first}/metrics", token=theirs,
-                          json_body={"step": 99, "metrics": {"loss": 0.0}}))
-    answers = [asyncio.create_task(c) for c in calls]
-    await eventually(lambda: len(batcher._waiting) >= 20, what="the reports waiting for the writer")
-    release.set()
-    await held
+    async with writer_held(api):
+        before = batcher.batches
+        registry = api.client.app[LAUNCHER].metrics.registry
+        stored_before = registry.get_sample_value("pai_trial_report_batch_size_sum") or 0.0
+        calls = [api.call("POST", f"/api/v2/trials/{trial}/metrics", token=tok,
+                          json_body={"step": step, "metrics": {"loss": 1.0 / (step + 1)}})
+                 for step in range(10) for trial, tok in ((first, mine), (second, theirs))]
+        calls.append(api.call("POST", f"/api/v2/trials/{first}/metrics", token=theirs,
+                              json_body={"step": 99, "metrics": {"loss": 0.0}}))
+        answers = [asyncio.create_task(c) for c in calls]
+        await eventually(lambda: len(batcher._waiting) >= 20, what="the reports waiting for the writer")
     got = await asyncio.gather(*answers)
     assert got[:20] == [(200, {"stored": 1, "stop": False})] * 20
     assert got[20][0] == 403 and got[20][1]["code"] == "ForbiddenUserError"
@@ -427,21 +431,12 @@ async def test_on_sqlite_a_report_that_finds_the_writer_idle_is_stored_on_the_ev
     here = threading.get_ident()  # the test's thread runs the app's event loop
     sqlite = api.client.app[DB].dialect == "sqlite"
     assert len(stored_on) == 10 and (here in stored_on) == sqlite and (sqlite or set(stored_on) != {here})
-    busy, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        busy.set()
-        release.wait(20)
-
-    held = asyncio.create_task(api.client.app[STORE].call(hold))
-    assert await asyncio.to_thread(busy.wait, 10)
-    waiting = asyncio.create_task(report(10))
-    batcher = api.client.app[REPORTS]
-    await eventually(lambda: batcher._draining is not None and not batcher._waiting,
-                     what="the report handed to the writer thread")
-    assert len(stored_on) == 10  # not stored beside the writer's call
-    release.set()
-    await held
+    async with writer_held(api):
+        waiting = asyncio.create_task(report(10))
+        batcher = api.client.app[REPORTS]
+        await eventually(lambda: batcher._draining is not None and not batcher._waiting,
+                         what="the report handed to the writer thread")
+        assert len(stored_on) == 10  # not stored beside the writer's call
     assert await waiting == (200, {"stored": 1, "stop": False})
     assert stored_on[10] != here  # it waited for the writer thread, and was stored there
 
