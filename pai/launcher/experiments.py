@@ -12,11 +12,10 @@ A user's experiment is stored as posted (``create``); the launcher loop of the l
 4. ``apply`` (writer): if the experiment's progress is still what was decided on, the new trials (a row, a token,
    a job of the user's named ``<experiment>-trial-<n>``), the trials the searcher stops (asked to stop at their next
    report, and their jobs stopped: SIGTERM and the grace period; a STOPPED job is never retried), and the end. A
-   decision is applied in slices, a transaction each, each only if the experiment is where the previous one left it:
-   a slice takes stops and new trials (stops first) until it has held the writer ``SLICE_SECONDS``, and the writer
-   is free between slices (trials' reports wait for it; ASHA's stops of 80 trials and their 80 replacements held it
-   300 ms in one transaction). The rest of a decision whose experiment moved meanwhile is dropped: the next tick
-   decides again from the records.
+   decision is applied in ``slices`` of at most ``APPLY_SLICE`` stops and new trials, a transaction each, each only
+   if the experiment is where the previous one left it: the writer is free between them (trials' reports wait for
+   it; ASHA's stops of 80 trials and their 80 replacements held it 300 ms in one transaction). The rest of a
+   decision whose experiment moved meanwhile is dropped: the next tick decides again from the records.
 
 Nothing of the search lives in memory but which progress was last decided on: a master that restarts (or another
 that takes over) decides again from the records, and ``decide`` gives the same answer for the same records.
@@ -50,29 +49,31 @@ if TYPE_CHECKING:  # the searcher (Optuna) is imported where it decides, not by 
 
 log = logging.getLogger(__name__)
 _UNENDED_EXPERIMENTS = (ExperimentState.ACTIVE.value, ExperimentState.STOPPING.value)
-# how long a slice of a decision may go on taking stops and new trials (it takes one at least): a report waits for
-# the slice running, and each slice costs its own reads and commit (docs/adr/0003, addendum 3)
-SLICE_SECONDS = 0.010
+APPLY_SLICE = 1  # stops and new trials applied in one writer transaction at most
 _DUMPER: type[Any] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # LibYAML's, where PyYAML was built with it
 
 
-def rest_of(decision: SearchDecision, done: int) -> SearchDecision | None:
-    """What is left of ``decision`` once its first ``done`` stops and new trials (stops first) are applied; None when
-    nothing is. Its ``complete`` is the whole decision's: ``apply`` ends the search only once nothing is left."""
-    stops, news = decision.stop[done:], decision.new_trials[max(0, done - len(decision.stop)):]
-    if not stops and not news:
-        return None
-    return replace(decision, stop=stops, new_trials=news)
+def slices(decision: SearchDecision) -> list[SearchDecision]:
+    """The decision in parts of at most ``APPLY_SLICE`` stops and new trials (stops first), in order; only the last
+    may say the search is complete. A decision of nothing is one part (``apply`` still sees whether it ended)."""
+    stops, news, parts = decision.stop, decision.new_trials, []
+    while True:
+        stop = stops[:APPLY_SLICE]
+        new = news[:APPLY_SLICE - len(stop)]
+        stops, news = stops[len(stop):], news[len(new):]
+        last = not stops and not news
+        parts.append(replace(decision, stop=stop, new_trials=new, complete=decision.complete and last))
+        if last:
+            return parts
 
 
 @dataclass(frozen=True, slots=True)
 class Applied:
-    """What ``apply`` did: whether a job was submitted (a pass should follow), where the experiment is now for a next
-    slice, and what is left of the decision for it (None: apply no more of it)."""
+    """What ``apply`` did: whether a job was submitted (a pass should follow), and where the experiment is now for
+    the decision's next slice (None: apply no more of it)."""
 
     submitted: bool
-    progress: store.Progress
-    rest: SearchDecision | None = None
+    progress: store.Progress | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,43 +147,32 @@ class ExperimentRunner:
         return works
 
     def apply(self, work: Work, decision: SearchDecision, priority_classes: dict[str, int]) -> Applied:
-        """Writer, in one unit: a slice of the decision on ``work`` (its stops, then its new trials, until the slice has
-        taken ``SLICE_SECONDS``), if the experiment is where it was; the rest is for the next slice."""
-        began = time.perf_counter()
+        """Writer, in one unit: the decision (or a slice of it) on ``work``, if the experiment is where it was."""
         with self.db.unit() as s:
             row = store.get_experiment_by_id(s, work.row.id)
             if store.unended_states(s, row.id) != work.progress.states or ExperimentState(row.state).is_terminal():
-                # a trial moved on meanwhile: the next tick decides again (new reports alone do not void a decision:
-                # it was right on the records it saw, and the next one sees them)
-                return Applied(False, work.progress)
+                return Applied(False, None)  # a trial moved on meanwhile: the next tick decides again (new reports
+                # alone do not void a decision: it was right on the records it saw, and the next one sees them)
             # the owner's groups only for new trials' jobs (a slice of stops needs no more than that the owner exists)
             owner = store_users.get_user(s, row.user) if decision.new_trials else None
-            submitted, rest = False, None
+            submitted, going_on = False, True
             if row.stop_requested or (owner is None and not store_users.exists(s, row.user)):
-                self._stop_all(s, row, work.trials)  # stopped whole: nothing of the decision applies
+                self._stop_all(s, row, work.trials)
+                going_on = False  # stopped whole: nothing of the decision applies
             else:
-                done = 0
                 for number in decision.stop:
-                    if done and _spent(began):
-                        break
                     self._stop_trial(s, row, number, StoppedBy.SEARCHER)
-                    done += 1
-                if done == len(decision.stop):
-                    for new in decision.new_trials:
-                        if done and _spent(began):
-                            break
-                        assert owner is not None
-                        submitted |= self._new_trial(s, row, owner, new, work.experiment, priority_classes)
-                        done += 1
-                rest = rest_of(decision, done)
+                for new in decision.new_trials:
+                    assert owner is not None
+                    submitted |= self._new_trial(s, row, owner, new, work.experiment, priority_classes)
             # read once: what ends the experiment, and where the next slice starts
             after = _progress(s, row.id, work.experiment)
-            if self._end_if_done(s, row, decision.complete and rest is None, work.progress, after):
+            if self._end_if_done(s, row, decision, work.progress, after):
                 self._decided.pop(row.id, None)
-                rest = None
+                going_on = False
             else:
                 self._decided[row.id] = (work.progress, work.row.stop_requested)
-            return Applied(submitted, after, rest)
+            return Applied(submitted, after if going_on else None)
 
     def _new_trial(self, s: Session, row: store.Experiment, owner: User, new: NewTrial, experiment: Experiment,
                    priority_classes: dict[str, int]) -> bool:
@@ -221,27 +211,20 @@ class ExperimentRunner:
             if trial.state.is_active() and not trial.stop_requested:
                 self._stop_trial(s, row, trial.number, StoppedBy.USER)
 
-    def _end_if_done(self, s: Session, row: store.Experiment, complete: bool, before: store.Progress,
+    def _end_if_done(self, s: Session, row: store.Experiment, decision: SearchDecision, before: store.Progress,
                      after: store.Progress) -> bool:
-        """End the experiment if none of its trials is active and it was stopped, or its search is ``complete`` (the
-        whole decision applied said so) and no trial was added meanwhile."""
         active = any(state in store.UNENDED for _, state, _ in after.states)
         if active:
             return False
         if row.stop_requested:
             state = ExperimentState.STOPPED
-        elif complete and before.trials == after.trials:
+        elif decision.complete and before.trials == after.trials:
             state = ExperimentState.COMPLETED
         else:
             return False
         store.set_experiment_state(s, row.id, state.value, ended_at=self.clock())
         log.info("experiment ended experiment=%s state=%s trials=%d", row.key, state.value, before.trials)
         return True
-
-
-def _spent(began: float) -> bool:
-    """Whether a slice that began at ``began`` (``time.perf_counter``) has taken its ``SLICE_SECONDS``."""
-    return time.perf_counter() - began >= SLICE_SECONDS
 
 
 def _progress(s: Session, experiment_id: int, experiment: Experiment) -> store.Progress:

@@ -11,17 +11,14 @@ import queue
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from pai.domain.errors import FencedError, NotLeaderError
 from pai.launcher.decider import Decider
+from pai.launcher.experiments import slices
 from pai.launcher.role import Role
 from pai.launcher.service import Launcher
 from pai.launcher.storethread import StoreThread
 from pai.protocol.messages import AgentRequest, HeartbeatRequest, MasterReply, RegisterRequest
-
-if TYPE_CHECKING:  # the searcher (Optuna) is imported where it decides
-    from pai.launcher.searcher import SearchDecision
 
 log = logging.getLogger("pai.launcher.loop")
 
@@ -142,12 +139,13 @@ class LauncherLoop:
                 decision = await self.decider.decide(work.experiment, work.trials, work.row.id)
                 self.launcher.metrics.decide_seconds.labels(work.experiment.searcher.name.value).observe(
                     time.perf_counter() - began)
-                part: SearchDecision | None = decision
-                while part is not None:  # in slices, a transaction each: the writer is free between them
+                for part in slices(decision):  # a transaction each: the writer is free between them
                     applied = await self.store.call(runner.apply, work, part, classes)
                     if applied.submitted:
                         self.wake()  # new trials' jobs: a pass now
-                    work, part = replace(work, progress=applied.progress), applied.rest
+                    if applied.progress is None:
+                        break
+                    work = replace(work, progress=applied.progress)
         except FencedError:
             raise
         except Exception:  # a search that cannot go on is not worth the scheduler: logged, tried again next tick

@@ -286,16 +286,10 @@ def test_grid_never_repeats_a_point_that_a_trial_holds_whatever_its_number() -> 
         assert sorted(new) == sorted(set(range(1, 6)) - set(held)), held
 
 
-NEWS = tuple(NewTrial(number=n, hparams={"lr": 0.1}) for n in range(10, 13))
-
-
-@pytest.mark.parametrize(("done", "left"), [
-    pytest.param(0, ((1, 2), [10, 11, 12], True), id="none applied: all of it"),
-    pytest.param(1, ((2,), [10, 11, 12], True), id="stops go first"),
-    pytest.param(2, ((), [10, 11, 12], True), id="the stops applied: the new trials"),
-    pytest.param(4, ((), [12], True), id="the last new trial"),
-    pytest.param(5, None, id="all applied: nothing"),
-])
-def test_what_is_left_of_a_decision_after_a_slice(done: int, left: Any) -> None:
-    rest = runner.rest_of(SearchDecision(new_trials=NEWS, stop=(1, 2), complete=True), done)
-    assert (rest if rest is None else (rest.stop, [t.number for t in rest.new_trials], rest.complete)) == left
+def test_a_decision_is_sliced_stops_first_and_only_the_last_slice_completes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner, "APPLY_SLICE", 4)
+    new = tuple(NewTrial(number=n, hparams={"lr": 0.1}) for n in range(10, 13))
+    parts = runner.slices(SearchDecision(new_trials=new, stop=(1, 2, 3, 4, 5), complete=True))
+    assert [(p.stop, [t.number for t in p.new_trials], p.complete) for p in parts] == [
+        ((1, 2, 3, 4), [], False), ((5,), [10, 11, 12], True)]
+    assert runner.slices(SearchDecision()) == [SearchDecision()]  # nothing to do: still one (the end is checked)
