@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from typing import TypeVar
 
 from sqlalchemy.orm import Session
 
@@ -23,6 +24,7 @@ from pai.store.db import Database
 from pai.store.records import Caller, User
 
 CACHE_SIZE = 10_000
+V = TypeVar("V")
 
 
 class Accounts:
@@ -33,6 +35,7 @@ class Accounts:
         self._cache: OrderedDict[str, Caller] = OrderedDict()
         self._generation = 0  # bumped by invalidate: a lookup that raced with it is not cached
         self._seen: int | None = None  # the database's "accounts" generation the cached entries were read at
+        self._users: OrderedDict[str, User | None] = OrderedDict()  # ``user``'s, by name (None: no such user)
         self.on_invalidate: Callable[[], None] | None = None  # called after each invalidate
 
     def login(self, name: str, password: str, expiration: int) -> tuple[str, User]:
@@ -91,9 +94,7 @@ class Accounts:
         digest = token_digest(token)
         seen = generations.value(s, generations.ACCOUNTS)
         with self._lock:
-            if self._seen != seen:  # a write committed (or this transaction began before one): start over
-                self._cache.clear()
-                self._seen = seen
+            self._at(seen)
             hit = self._cache.get(digest)
             if hit is not None:
                 self._cache.move_to_end(digest)
@@ -105,10 +106,33 @@ class Accounts:
             return None
         with self._lock:  # kept only if read at what the cache holds now, and no write of this process came between
             if self._seen == seen and self._generation == local:
-                self._cache[digest] = found
-                while len(self._cache) > CACHE_SIZE:
-                    self._cache.popitem(last=False)
+                _keep(self._cache, digest, found)
         return self._valid(found)
+
+    def user(self, s: Session, name: str) -> User | None:
+        """The user ``name`` (their groups, admin flag and what they grant) as the database has it now, in ``s``'s
+        transaction; None when there is none. Cached as tokens are: one read of the generation, and the user's rows
+        only when the cache does not hold them at that generation (an experiment's every trial is its owner's job)."""
+        seen = generations.value(s, generations.ACCOUNTS)
+        with self._lock:
+            self._at(seen)
+            if name in self._users:
+                self._users.move_to_end(name)
+                return self._users[name]
+            local = self._generation
+        found = users.get_user(s, name)
+        with self._lock:
+            if self._seen == seen and self._generation == local:
+                _keep(self._users, name, found)
+        return found
+
+    def _at(self, seen: int) -> None:
+        """Under the lock: the cache for the generation ``seen`` (a write committed, or this transaction began before
+        one: start over)."""
+        if self._seen != seen:
+            self._cache.clear()
+            self._users.clear()
+            self._seen = seen
 
     def caller_of(self, token: str) -> Caller | None:
         """``caller`` in a transaction of its own (read-only: runs on a reader thread)."""
@@ -137,9 +161,17 @@ class Accounts:
             return self._generation
 
     def invalidate(self) -> None:
-        """Forget every cached token: call after any change to users or tokens."""
+        """Forget every cached token and user: call after any change to users or tokens."""
         with self._lock:
             self._cache.clear()
+            self._users.clear()
             self._generation += 1
         if self.on_invalidate is not None:
             self.on_invalidate()
+
+
+def _keep(cache: OrderedDict[str, V], key: str, value: V) -> None:
+    """``value`` cached under ``key``, the least recently used entries dropped past ``CACHE_SIZE``."""
+    cache[key] = value
+    while len(cache) > CACHE_SIZE:
+        cache.popitem(last=False)

@@ -40,7 +40,6 @@ from pai.jobspec.experiment import ParsedExperiment, experiment_from_config, tri
 from pai.launcher.access import require_owner_or_admin
 from pai.store import credentials, trial_reports
 from pai.store import experiments as store
-from pai.store import users as store_users
 from pai.store.db import Database
 from pai.store.records import User
 
@@ -88,11 +87,12 @@ class Work:
 
 class ExperimentRunner:
     """The launcher's part in experiments. ``submit(s, owner, spec, text)`` stores a trial's job (``Launcher.submit``);
-    ``stop_job(key, by)`` stops one."""
+    ``stop_job(key, by)`` stops one; ``owner(s, name)`` is the user ``name`` as the database has it now, or None
+    (``Accounts.user``: cached by the accounts' generation)."""
 
     def __init__(self, db: Database, submit: Callable[[User, Any, str], Any], stop_job: Callable[[str, str], Any],
-                 clock: Callable[[], float] = time.time) -> None:
-        self.db, self._submit, self._stop_job, self.clock = db, submit, stop_job, clock
+                 owner: Callable[[Session, str], User | None], clock: Callable[[], float] = time.time) -> None:
+        self.db, self._submit, self._stop_job, self._owner, self.clock = db, submit, stop_job, owner, clock
         self._decided: dict[int, tuple[store.Progress, bool]] = {}  # id -> the progress (and stop) last decided on
 
     # ---- users' requests (in the request's unit) ------------------------------------------------
@@ -153,17 +153,15 @@ class ExperimentRunner:
             if store.unended_states(s, row.id) != work.progress.states or ExperimentState(row.state).is_terminal():
                 return Applied(False, None)  # a trial moved on meanwhile: the next tick decides again (new reports
                 # alone do not void a decision: it was right on the records it saw, and the next one sees them)
-            # the owner's groups only for new trials' jobs (a slice of stops needs no more than that the owner exists)
-            owner = store_users.get_user(s, row.user) if decision.new_trials else None
+            owner = self._owner(s, row.user)  # with their groups now: the VCs a new trial's job may use
             submitted, going_on = False, True
-            if row.stop_requested or (owner is None and not store_users.exists(s, row.user)):
+            if row.stop_requested or owner is None:
                 self._stop_all(s, row, work.trials)
                 going_on = False  # stopped whole: nothing of the decision applies
             else:
                 for number in decision.stop:
                     self._stop_trial(s, row, number, StoppedBy.SEARCHER)
                 for new in decision.new_trials:
-                    assert owner is not None
                     submitted |= self._new_trial(s, row, owner, new, work.experiment, priority_classes)
             # read once: what ends the experiment, and where the next slice starts
             after = _progress(s, row.id, work.experiment)

@@ -173,7 +173,7 @@ class Launcher:
         # launcher holds; 0 while it holds none (unfenced: agents accept it until they have seen a higher one).
         self.epoch = 0
         self.fencing = False  # lead(fence=True): the writes that matter check the lease first (leases.fenced)
-        self.experiments = ExperimentRunner(db, self.submit, self.stop_for, clock)
+        self.experiments = ExperimentRunner(db, self.submit, self.stop_for, self.accounts.user, clock)
 
     # ---- users' requests ----------------------------------------------------------------------
 

@@ -89,6 +89,31 @@ def test_an_admin_demoted_or_a_group_grant_removed_through_one_process_is_seen_b
     assert carol is not None and not carol.user.may_use_vc("v1")
 
 
+def test_a_user_cached_by_name_follows_changes_made_through_the_other_process(two: tuple[Launcher, Launcher]) -> None:
+    """``Accounts.user`` (an experiment's owner, for each trial's job): cached until a change to users anywhere."""
+    a, b = two
+    admin = _admin(a)
+    VcAdmin(a.db, a.clock, a.clusters, a.accounts).put({"name": "v1"})
+    a.directory.create_user(admin, "carol", "pw", virtual_clusters=("v1",))
+
+    def carol() -> User | None:
+        with b.db.session() as s:
+            return b.accounts.user(s, "carol")
+
+    first = carol()
+    assert first is not None and first.may_use_vc("v1") and not first.admin
+    assert _reads_of(b, "memberships", carol) == 0  # nothing changed: b's cache answers
+    a.directory.update_group(admin, "v1", lambda g: g.not_granting("v1"))
+    again = carol()
+    assert again is not None and not again.may_use_vc("v1")
+    a.directory.set_admin(admin, "carol", True)
+    again = carol()
+    assert again is not None and again.admin
+    a.directory.set_admin(admin, "carol", False)
+    a.directory.delete_user(admin, "carol")
+    assert carol() is None
+
+
 def test_a_vc_removed_through_one_process_takes_its_grant_away_in_the_other(two: tuple[Launcher, Launcher]) -> None:
     a, b = two
     admin = _admin(a)
