@@ -6,7 +6,7 @@ On PostgreSQL the ``pai master`` process binds the public port and the launcher'
 is reported at once), starts the launcher's app (``make_launcher_app``: migrations, the election, the agents'
 endpoints on the launcher's port), and then starts gunicorn's arbiter in a process of its own (spawned: a fresh
 interpreter, not a fork of one with threads), handing it the bound public socket; the arbiter forks ``workers``
-processes with aiohttp's ``GunicornUVLoopWebWorker``, each building ``make_api_app`` after the fork (docs/adr/0001). An
+processes with aiohttp's ``GunicornWebWorker``, each building ``make_api_app`` after the fork (docs/adr/0001). An
 arbiter that ends unexpectedly is started again; the arbiter ends with this process even if it is killed (Linux's
 parent-death signal), and a stop (SIGINT, SIGTERM) ends the workers gracefully first.
 """
@@ -30,7 +30,6 @@ from collections.abc import Callable
 from multiprocessing.process import BaseProcess
 from typing import Any
 
-import uvloop
 from aiohttp import web
 from gunicorn.app.base import BaseApplication  # type: ignore[import-untyped]
 
@@ -74,7 +73,6 @@ def served(app: web.Application) -> web.Application:
     many apps, whose objects would never be collected once frozen."""
 
     async def settle(_: web.Application) -> None:
-        log.info("serving event_loop=%s", type(asyncio.get_running_loop()).__module__.partition(".")[0])
         gc.collect()
         gc.freeze()
         gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
@@ -83,21 +81,14 @@ def served(app: web.Application) -> web.Application:
     return app
 
 
-def new_event_loop() -> asyncio.AbstractEventLoop:
-    """An event loop of the master's processes: uvloop's (libuv's transports and callbacks take less of the CPU a
-    request costs than asyncio's own: docs/experiments.md, figures)."""
-    return uvloop.new_event_loop()
-
-
 def serve(config: MasterConfig, echo: Callable[[str], None], setup: Callable[[str], None]) -> None:
     """Serve until SIGINT or SIGTERM. ``setup`` configures a process's logging (it is given the process's name)."""
     public = bind(config.host, config.port)
     if not config.workers:
-        web.run_app(served(make_app(config)), sock=public, print=None, loop=new_event_loop())
+        web.run_app(served(make_app(config)), sock=public, print=None)
         return
     launcher = bind(config.host, config.launcher_port_number)
-    with asyncio.Runner(loop_factory=new_event_loop) as runner:
-        runner.run(_cluster_service(config, public, launcher, echo, setup))
+    asyncio.run(_cluster_service(config, public, launcher, echo, setup))
 
 
 async def _cluster_service(config: MasterConfig, public: socket.socket, launcher: socket.socket,
@@ -179,7 +170,7 @@ class ApiWorkers(BaseApplication):  # type: ignore[misc]  # gunicorn has no type
         settings: dict[str, Any] = {
             "bind": [f"fd://{self.public.fileno()}"],
             "workers": self.config.workers,
-            "worker_class": "aiohttp.GunicornUVLoopWebWorker",  # uvloop's event loop, as the master's (serve)
+            "worker_class": "aiohttp.GunicornWebWorker",
             "keepalive": KEEPALIVE_SECONDS,
             "graceful_timeout": STOP_SECONDS,
             "timeout": WORKER_TIMEOUT_SECONDS,

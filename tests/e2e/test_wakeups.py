@@ -29,8 +29,6 @@ def test_a_job_submitted_to_the_standby_runs_and_one_stopped_through_it_stops_wi
         _, standby = start_standby(c, db, MASTER)
         wait_for("both masters listed", lambda: len(standby.masters()) == 2, 10)
         assert "listening channel=pai_launcher" in c.master_log()
-        # the launcher's process and its API workers (gunicorn's) serve on uvloop's event loop
-        assert c.master_log().count("serving event_loop=uvloop") >= 2, c.master_log()
 
         submitted = time.monotonic()
         key = str(standby.submit(job("via-standby", "sleep 60"), "application/json")["jobName"])
