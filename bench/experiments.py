@@ -1,5 +1,5 @@
 """Trial reports against a real master: ``python bench/experiments.py [--trials 100] [--rate 10] [--seconds 30]
-[--searcher asha|random] [--database sqlite|postgresql]`` (from the project's root: ``PYTHONPATH=.``).
+[--searcher asha|random] [--database sqlite|postgresql] [--runs N]`` (from the project's root: ``PYTHONPATH=.``).
 
 A real ``pai master`` (subprocess) runs an experiment of ``--trials`` concurrent trials (maxTrials ten times that, so
 that a trial the searcher stops is replaced). The benchmark plays the node agent: it registers a node big enough for
@@ -27,6 +27,10 @@ The master's /metrics are read one second before the measure starts (a scrape co
 not the first reports' wait) and after it ends. The client collects no garbage while it measures (``gc.freeze``,
 ``gc.disable``): a collection of its own (80-180 ms seen here) paused its clock with reports in flight, and counted
 in their latency. Figures, not assertions. Goal (issue 29): 1,000 reports/s on one core with p99 <= 20 ms.
+
+``--runs N`` measures N times, each against a master of its own, with a sync and a pause before each run after the
+first, and ends with the spread of the runs' reports/s and p99: at ASHA's rung one run's p99 moves from run to run
+several times over with the same code (docs/experiments.md), and a run started right after another measured worse.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ import json
 import os
 import random
 import re
+import statistics
 import tempfile
 import time
 from collections import Counter
@@ -56,6 +61,7 @@ from tests.e2e.harness import AGENT_TOKEN, Cluster, cluster
 NODE = "bench-node"
 WARMUP = 5.0  # seconds before the measure: every trial started, its connection open
 SETTLE = 1.0  # seconds between the scrape of the master's /metrics before the measure and its start
+PAUSE = 10.0  # seconds between two runs (``--runs``), after a sync: a run right after another measured worse
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -284,7 +290,8 @@ def wal_bytes(c: Cluster) -> int | None:
     return wal.stat().st_size if wal.exists() else None
 
 
-async def run(c: Cluster, trials: int, rate: float, seconds: float, searcher: str) -> None:
+async def run(c: Cluster, trials: int, rate: float, seconds: float, searcher: str) -> tuple[float, float]:
+    """One measure against the master of ``c``, printed; its reports accepted a second and their p99 (seconds)."""
     token = c.api.http.token or ""
     admin = {"Authorization": f"Bearer {token}"}
     async with ClientSession(connector=TCPConnector(limit=0), timeout=ClientTimeout(total=60)) as session:
@@ -355,6 +362,7 @@ async def run(c: Cluster, trials: int, rate: float, seconds: float, searcher: st
             print(f"  {call:32s} {n:7.0f} calls  {seconds:6.2f} s  mean {seconds / n * 1000:6.2f} ms  "
                   f"over 25 ms {over:4.0f}")
     print("goal: 1000 reports/s on one core, p99 <= 20 ms")
+    return load.accepted / wall, pct(lat, 0.99)
 
 
 def main() -> None:
@@ -367,7 +375,25 @@ def main() -> None:
     cpus = sorted(os.sched_getaffinity(0))
     parser.add_argument("--pin", action=argparse.BooleanOptionalAction, default=len(cpus) >= 2,
                         help="the master's processes on one CPU, the client on another (default: on, given 2 CPUs)")
+    parser.add_argument("--runs", type=int, default=1,
+                        help="measures, each against a master of its own, after a sync and a pause (default 1)")
     args = parser.parse_args()
+    figures = []
+    for n in range(args.runs):
+        if n:
+            print()
+            os.sync()  # the last run's writes reach the disk now, not while the next one measures
+            time.sleep(PAUSE)
+        figures.append(measure(args, cpus))
+    if args.runs > 1:
+        rates, p99s = sorted(f[0] for f in figures), sorted(f[1] * 1000 for f in figures)
+        print(f"\nover {args.runs} runs: reports accepted {rates[0]:.0f}-{rates[-1]:.0f} /s, p99 median "
+              f"{statistics.median(p99s):.1f} ms (min {p99s[0]:.1f}, max {p99s[-1]:.1f}): "
+              f"{', '.join(f'{p:.1f}' for p in p99s)}")
+
+
+def measure(args: argparse.Namespace, cpus: list[int]) -> tuple[float, float]:
+    """One run: a master of its own, started, measured and stopped."""
     master_cpu, client_cpu = cpus[0], cpus[-1]
     with tempfile.TemporaryDirectory(prefix="pai-bench-") as tmp_name:
         tmp = Path(tmp_name)
@@ -383,10 +409,12 @@ def main() -> None:
             else:
                 print(f"not pinned: the master and the client share CPUs {cpus}")
             try:
-                asyncio.run(run(c, args.trials, args.rate, args.seconds, args.searcher))
+                return asyncio.run(run(c, args.trials, args.rate, args.seconds, args.searcher))
             except Exception:
                 print(c.master_log()[-3000:])
                 raise
+            finally:
+                os.sched_setaffinity(0, cpus)  # the next run's master starts from every CPU again
 
 
 if __name__ == "__main__":
