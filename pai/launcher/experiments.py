@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -48,22 +48,21 @@ if TYPE_CHECKING:  # the searcher (Optuna) is imported where it decides, not by 
 
 log = logging.getLogger(__name__)
 _UNENDED_EXPERIMENTS = (ExperimentState.ACTIVE.value, ExperimentState.STOPPING.value)
-APPLY_SLICE = 1  # stops and new trials applied in one writer transaction at most
+STOP_SLICE = 16  # a decision's stops applied in one writer transaction at most (read and written together)
+NEW_TRIAL_SLICE = 1  # its new trials applied in one writer transaction at most (a job submitted each)
 _DUMPER: type[Any] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # LibYAML's, where PyYAML was built with it
 
 
 def slices(decision: SearchDecision) -> list[SearchDecision]:
-    """The decision in parts of at most ``APPLY_SLICE`` stops and new trials (stops first), in order; only the last
-    may say the search is complete. A decision of nothing is one part (``apply`` still sees whether it ended)."""
-    stops, news, parts = decision.stop, decision.new_trials, []
-    while True:
-        stop = stops[:APPLY_SLICE]
-        new = news[:APPLY_SLICE - len(stop)]
-        stops, news = stops[len(stop):], news[len(new):]
-        last = not stops and not news
-        parts.append(replace(decision, stop=stop, new_trials=new, complete=decision.complete and last))
-        if last:
-            return parts
+    """The decision in parts, in order: its stops, ``STOP_SLICE`` a part at most, then its new trials,
+    ``NEW_TRIAL_SLICE`` a part at most; only the last may say the search is complete. A decision of nothing is one
+    part (``apply`` still sees whether it ended)."""
+    stops, news = decision.stop, decision.new_trials
+    parts = [replace(decision, stop=stops[i:i + STOP_SLICE], new_trials=(), complete=False)
+             for i in range(0, len(stops), STOP_SLICE)]
+    parts += [replace(decision, stop=(), new_trials=news[i:i + NEW_TRIAL_SLICE], complete=False)
+              for i in range(0, len(news), NEW_TRIAL_SLICE)]
+    return [*parts[:-1], replace(parts[-1], complete=decision.complete)] if parts else [decision]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,12 +86,13 @@ class Work:
 
 class ExperimentRunner:
     """The launcher's part in experiments. ``submit(s, owner, spec, text)`` stores a trial's job (``Launcher.submit``);
-    ``stop_job(key, by)`` stops one; ``owner(s, name)`` is the user ``name`` as the database has it now, or None
-    (``Accounts.user``: cached by the accounts' generation)."""
+    ``stop_jobs(ids, by)`` stops jobs together (``Launcher.stop_for``); ``owner(s, name)`` is the user ``name`` as the
+    database has it now, or None (``Accounts.user``: cached by the accounts' generation)."""
 
-    def __init__(self, db: Database, submit: Callable[[User, Any, str], Any], stop_job: Callable[[str, str], Any],
-                 owner: Callable[[Session, str], User | None], clock: Callable[[], float] = time.time) -> None:
-        self.db, self._submit, self._stop_job, self._owner, self.clock = db, submit, stop_job, owner, clock
+    def __init__(self, db: Database, submit: Callable[[User, Any, str], Any],
+                 stop_jobs: Callable[[Sequence[str], str], Any], owner: Callable[[Session, str], User | None],
+                 clock: Callable[[], float] = time.time) -> None:
+        self.db, self._submit, self._stop_jobs, self._owner, self.clock = db, submit, stop_jobs, owner, clock
         self._decided: dict[int, tuple[store.Progress, bool]] = {}  # id -> the progress (and stop) last decided on
 
     # ---- users' requests (in the request's unit) ------------------------------------------------
@@ -156,11 +156,11 @@ class ExperimentRunner:
             owner = self._owner(s, row.user)  # with their groups now: the VCs a new trial's job may use
             submitted, going_on = False, True
             if row.stop_requested or owner is None:
-                self._stop_all(s, row, work.trials)
+                self._stop_trials(s, row, [t.number for t in work.trials
+                                           if t.state.is_active() and not t.stop_requested], StoppedBy.USER)
                 going_on = False  # stopped whole: nothing of the decision applies
             else:
-                for number in decision.stop:
-                    self._stop_trial(s, row, number, StoppedBy.SEARCHER)
+                self._stop_trials(s, row, decision.stop, StoppedBy.SEARCHER)
                 for new in decision.new_trials:
                     submitted |= self._new_trial(s, row, owner, new, work.experiment, priority_classes)
             # read once: what ends the experiment, and where the next slice starts
@@ -195,19 +195,17 @@ class ExperimentRunner:
                  json.dumps(new.hparams, sort_keys=True))
         return True
 
-    def _stop_trial(self, s: Session, row: store.Experiment, number: int, by: StoppedBy) -> None:
-        found = store.trial_to_stop(s, row.id, number)
-        if found is None or found.state not in store.UNENDED or found.job_ended:
-            return  # it ended meanwhile (its job did, before the trials followed it): what it did stands
-        store.request_trial_stop(s, found.id, by.value)
-        if found.job_key is not None:
-            self._stop_job(found.job_key, f"the {by.value} of experiment {row.key}")
-        log.info("trial stop requested experiment=%s trial=%d job=%s by=%s", row.key, number, found.job_key, by.value)
-
-    def _stop_all(self, s: Session, row: store.Experiment, trials: tuple[Trial, ...]) -> None:
-        for trial in trials:
-            if trial.state.is_active() and not trial.stop_requested:
-                self._stop_trial(s, row, trial.number, StoppedBy.USER)
+    def _stop_trials(self, s: Session, row: store.Experiment, numbers: Sequence[int], by: StoppedBy) -> None:
+        """Ask the trials ``numbers`` to stop, and stop their jobs, all in a few statements (a rung stops dozens). A
+        trial that ended meanwhile (its job did, before the trials followed it) is left as it is: what it did stands."""
+        found = [t for t in store.trials_to_stop(s, row.id, numbers) if t.state in store.UNENDED and not t.job_ended]
+        if not found:
+            return
+        store.request_trial_stops(s, [t.id for t in found], by.value)
+        self._stop_jobs([t.job_id for t in found if t.job_id is not None], f"the {by.value} of experiment {row.key}")
+        for t in found:
+            log.info("trial stop requested experiment=%s trial=%d job=%s by=%s", row.key, t.number, t.job_key,
+                     by.value)
 
     def _end_if_done(self, s: Session, row: store.Experiment, decision: SearchDecision, before: store.Progress,
                      after: store.Progress) -> bool:

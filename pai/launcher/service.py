@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from sqlalchemy.orm import Session
@@ -235,16 +235,20 @@ class Launcher:
                                          field="virtualCluster")
         return clu
 
-    def stop_for(self, key: str, by: str) -> Job:
-        """Stop a job on the platform's behalf (``by`` says who: an experiment's searcher), not a user's request."""
+    def stop_for(self, job_ids: Collection[str], by: str) -> list[Job]:
+        """Stop jobs on the platform's behalf (``by`` says who: an experiment's searcher), not a user's request: those
+        of ``job_ids`` that exist and have not ended, read and written together (ASHA's rung stops dozens at once);
+        the jobs stopped."""
+        stopped: list[Job] = []
         with self.db.session() as s:
-            job = store_jobs.get_job(s, key)
-            if not job.state.is_terminal():
-                job = self._apply(s, job, StopRequested(self.clock(), by))
-                store_jobs.save_job(s, job)
-                wakeups.job_changed(s, job.id)
-        log.info("job stop requested job=%s by=%s state=%s", key, by, job.state.value)
-        return job
+            for job in store_jobs.get_jobs_by_id(s, job_ids):
+                if not job.state.is_terminal():
+                    stopped.append(self._apply(s, job, StopRequested(self.clock(), by)))
+            store_jobs.save_jobs(s, stopped)
+            wakeups.jobs_changed(s, [job.id for job in stopped])
+        for job in stopped:
+            log.info("job stop requested job=%s by=%s state=%s", job.key, by, job.state.value)
+        return stopped
 
     def stop(self, key: str, by: User) -> StopResult:
         """Stop a job for ``by`` (its owner or an admin). A job that has already ended is left as it is."""

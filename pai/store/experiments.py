@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 from sqlalchemy import Table, bindparam, case, delete, func, insert, literal, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from sqlalchemy.sql import Select
@@ -146,19 +147,21 @@ def delete_experiment(s: Session, experiment_id: int) -> list[str]:
     return job_ids
 
 
+_INSERT_TRIAL = {dialect: insert(cast(Table, TrialRow.__table__)).on_conflict_do_nothing().returning(TrialRow.id)
+                 for dialect, insert in (("postgresql", postgresql.insert), ("sqlite", sqlite.insert))}
+
+
 def add_trial(s: Session, experiment_id: int, number: int, hparams: dict[str, Any], token_hash: str, *,
               state: str, job_id: str | None = None, now: float | None = None) -> Trial:
     """A new trial ``number`` of the experiment. ``token_hash``: the digest of its token (never the token).
-    ConflictExperimentError when the experiment has a trial ``number`` already."""
+    ConflictExperimentError when the experiment has a trial ``number`` already (nothing inserted, the transaction as
+    it was: ON CONFLICT DO NOTHING, no SAVEPOINT around it on a searcher's every new trial)."""
     at = time.time() if now is None else now
-    try:
-        with s.begin_nested():
-            new_id = s.execute(insert(TrialRow).values(
-                experiment_id=experiment_id, number=number, hparams=hparams, job_id=job_id, state=state,
-                token_hash=token_hash, created_at=at,
-            ).returning(TrialRow.id)).scalar_one()
-    except IntegrityError as e:
-        raise ConflictExperimentError(f"experiment {experiment_id} has a trial {number} already") from e
+    new_id = s.execute(_INSERT_TRIAL[s.get_bind().dialect.name], {
+        "experiment_id": experiment_id, "number": number, "hparams": hparams, "job_id": job_id, "state": state,
+        "token_hash": token_hash, "created_at": at}).scalar()
+    if new_id is None:
+        raise ConflictExperimentError(f"experiment {experiment_id} has a trial {number} already")
     return Trial(new_id, experiment_id, number, hparams, job_id, state, None, False, 0, at)
 
 
@@ -191,23 +194,37 @@ def trials_of(s: Session, experiment_id: int) -> list[Trial]:
     return [_trial(row) for row in s.scalars(query)]
 
 
+# Core statements on the table, built once: the ORM's UPDATE of an entity costs several times the statement, and a
+# decision's slices run them on the writer thread
+_TRIALS = cast(Table, TrialRow.__table__)
+_BY_TRIAL = _TRIALS.c.id == bindparam("trial")
+_SET_JOB = update(_TRIALS).where(_BY_TRIAL).values(job_id=bindparam("job"))
+_SET_STATE = update(_TRIALS).where(_BY_TRIAL).values(state=bindparam("new_state"), stopped_by=bindparam("by"))
+_REQUEST_STOP = update(_TRIALS).where(_BY_TRIAL).values(
+    stop_requested=True, stopped_by=func.coalesce(_TRIALS.c.stopped_by, bindparam("by")))
+
+
 def set_trial_job(s: Session, trial_id: int, job_id: str) -> None:
-    _updated(s.execute(update(TrialRow).where(TrialRow.id == trial_id).values(job_id=job_id)), NoTrialError, trial_id)
+    _updated(s.execute(_SET_JOB, {"trial": trial_id, "job": job_id}), NoTrialError, trial_id)
 
 
 def set_trial_state(s: Session, trial_id: int, state: str, *, stopped_by: str | None = None) -> None:
     """The trial's state, and who stopped it (``searcher``, a user) when it was stopped."""
-    _updated(s.execute(update(TrialRow).where(TrialRow.id == trial_id).values(state=state, stopped_by=stopped_by)),
-             NoTrialError, trial_id)
+    _updated(s.execute(_SET_STATE, {"trial": trial_id, "new_state": state, "by": stopped_by}), NoTrialError,
+             trial_id)
 
 
 def request_trial_stop(s: Session, trial_id: int, by: str | None = None) -> None:
     """The searcher (or a stopped experiment) wants the trial to end: its next report answers ``stop``. ``by``
     (``searcher``, ``user``): who asked, kept as who stopped it once it has (a second request keeps the first's)."""
-    values: dict[str, Any] = {"stop_requested": True}
-    if by is not None:
-        values["stopped_by"] = func.coalesce(TrialRow.stopped_by, by)
-    _updated(s.execute(update(TrialRow).where(TrialRow.id == trial_id).values(**values)), NoTrialError, trial_id)
+    _updated(s.execute(_REQUEST_STOP, {"trial": trial_id, "by": by}), NoTrialError, trial_id)
+
+
+def request_trial_stops(s: Session, trial_ids: Sequence[int], by: str) -> None:
+    """``request_trial_stop`` of several trials at once (one statement run for each): the trials are the caller's,
+    read in the same transaction."""
+    if trial_ids:
+        s.execute(_REQUEST_STOP, [{"trial": i, "by": by} for i in trial_ids])
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,9 +296,6 @@ def unended_trials(s: Session) -> list[TrialJob]:
             for r in s.execute(_UNENDED_TRIALS)]
 
 
-_TRIALS = cast(Table, TrialRow.__table__)
-_SET_STATE = (update(_TRIALS).where(_TRIALS.c.id == bindparam("trial"))
-              .values(state=bindparam("new_state"), stopped_by=bindparam("by")))
 
 
 def set_trial_states(s: Session, changes: Sequence[tuple[int, str, str | None]]) -> None:
@@ -294,29 +308,34 @@ def set_trial_states(s: Session, changes: Sequence[tuple[int, str, str | None]])
 @dataclass(frozen=True, slots=True)
 class TrialToStop:
     """What stopping a trial needs to know of it: its state, whether its job has ended (or is gone, or it has none),
-    and the job's key (None: it has no job any more)."""
+    and the job's id and key (None: it has no job any more)."""
 
     id: int
+    number: int
     state: str
     job_ended: bool
+    job_id: str | None
     job_key: str | None
 
 
-# built once (its cache key too): ASHA's rung stops dozens of trials at once, each in a writer transaction of its own
-_TO_STOP = (select(TrialRow.id, TrialRow.state, JobRow.state.label("job_state"), JobRow.user_name, JobRow.name)
+# built once (its cache key too): ASHA's rung stops dozens of trials at once
+_TO_STOP = (select(TrialRow.id, TrialRow.number, TrialRow.state, JobRow.id.label("job_id"),
+                   JobRow.state.label("job_state"), JobRow.user_name, JobRow.name)
             .outerjoin(JobRow, JobRow.id == TrialRow.job_id)
-            .where(TrialRow.experiment_id == bindparam("experiment"), TrialRow.number == bindparam("number")))
+            .where(TrialRow.experiment_id == bindparam("experiment"),
+                   TrialRow.number.in_(bindparam("numbers", expanding=True)))
+            .order_by(TrialRow.number))
 
 
-def trial_to_stop(s: Session, experiment_id: int, number: int) -> TrialToStop | None:
-    """The experiment's trial ``number`` with its job's state and key, in one query; None when there is no such
-    trial."""
-    row = s.execute(_TO_STOP, {"experiment": experiment_id, "number": number}).first()
-    if row is None:
-        return None
-    ended = row.job_state is None or JobState(row.job_state).is_terminal()
-    key = None if row.user_name is None else f"{row.user_name}~{row.name}"
-    return TrialToStop(int(row.id), str(row.state), ended, key)
+def trials_to_stop(s: Session, experiment_id: int, numbers: Collection[int]) -> list[TrialToStop]:
+    """The experiment's trials of ``numbers`` (those that exist), by number, each with its job's state, id and key:
+    one query for all."""
+    if not numbers:
+        return []
+    rows = s.execute(_TO_STOP, {"experiment": experiment_id, "numbers": sorted(numbers)})
+    return [TrialToStop(int(r.id), int(r.number), str(r.state),
+                        r.job_state is None or JobState(r.job_state).is_terminal(), r.job_id,
+                        None if r.user_name is None else f"{r.user_name}~{r.name}") for r in rows]
 
 
 def job_keys(s: Session, experiment_id: int) -> dict[int, str]:

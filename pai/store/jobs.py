@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any, cast
 
 from sqlalchemy import Select, Table, bindparam, delete, insert, or_, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, selectinload
 
 from pai.domain.errors import ConflictJobError, NoJobError
@@ -124,16 +124,22 @@ def rows_of(job: Job, config_text: str, keyring: Keyring | None = None) -> tuple
     return _values(row), [_values(task_to_row(job.id, t)) for t in job.tasks]
 
 
+# Core statements on the tables, built once for each dialect: a submission (a user's, a searcher's new trial) is on
+# the writer's path. ON CONFLICT DO NOTHING instead of a SAVEPOINT around the insert: a name taken inserts nothing
+# (RETURNING says so) and leaves the transaction as it was, on PostgreSQL too.
+_JOBS, _TASKS = cast(Table, JobRow.__table__), cast(Table, TaskRow.__table__)
+_INSERT_JOB = {dialect: insert(_JOBS).on_conflict_do_nothing().returning(_JOBS.c.id)
+               for dialect, insert in (("postgresql", postgresql.insert), ("sqlite", sqlite.insert))}
+_INSERT_TASKS = insert(_TASKS)
+
+
 def insert_job(s: Session, job: Job, config_text: str) -> None:
     """Store a new job with its tasks. Raises ConflictJobError when ``user~name`` exists, leaving no rows behind."""
     row, tasks = rows_of(job, config_text, s.info.get(sealing.KEYRING_INFO))
-    try:  # Core inserts: a submission is on the writer's path, and the ORM's unit of work would double its cost
-        with s.begin_nested():
-            s.execute(insert(JobRow), [row])
-            if tasks:
-                s.execute(insert(TaskRow), tasks)
-    except IntegrityError as e:
-        raise ConflictJobError(f"job {job.key} already exists") from e
+    if s.execute(_INSERT_JOB[s.get_bind().dialect.name], row).first() is None:
+        raise ConflictJobError(f"job {job.key} already exists")
+    if tasks:
+        s.execute(_INSERT_TASKS, tasks)
     keyword.add(s, job.id, job.name)
 
 

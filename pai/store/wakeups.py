@@ -11,9 +11,10 @@ A payload is ``<kind>:<key>`` (``job:<id>``, ``node:<name>``, ``cluster:``), wel
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 CHANNEL = "pai_launcher"
@@ -43,6 +44,12 @@ def job_changed(s: Session, job_id: str) -> None:
     _notify(s, Wakeup(JOB, job_id))
 
 
+def jobs_changed(s: Session, job_ids: Sequence[str]) -> None:
+    """``job_changed`` of several jobs (a searcher's stops)."""
+    for job_id in job_ids:
+        job_changed(s, job_id)
+
+
 def node_changed(s: Session, name: str) -> None:
     """A node was cordoned, drained or uncordoned: the leader's next pass is a full one."""
     _notify(s, Wakeup(NODE, name))
@@ -53,6 +60,9 @@ def cluster_changed(s: Session) -> None:
     _notify(s, Wakeup(CLUSTER, ""))
 
 
+_NOTIFY = select(func.pg_notify(CHANNEL, bindparam("payload")))
+
+
 def _notify(s: Session, wakeup: Wakeup) -> None:
     if s.get_bind().dialect.name == "postgresql":
-        s.execute(select(func.pg_notify(CHANNEL, wakeup.payload())))
+        s.execute(_NOTIFY, {"payload": wakeup.payload()})

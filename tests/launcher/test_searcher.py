@@ -287,9 +287,12 @@ def test_grid_never_repeats_a_point_that_a_trial_holds_whatever_its_number() -> 
 
 
 def test_a_decision_is_sliced_stops_first_and_only_the_last_slice_completes(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(runner, "APPLY_SLICE", 4)
+    monkeypatch.setattr(runner, "STOP_SLICE", 4)
+    monkeypatch.setattr(runner, "NEW_TRIAL_SLICE", 2)
     new = tuple(NewTrial(number=n, hparams={"lr": 0.1}) for n in range(10, 13))
     parts = runner.slices(SearchDecision(new_trials=new, stop=(1, 2, 3, 4, 5), complete=True))
     assert [(p.stop, [t.number for t in p.new_trials], p.complete) for p in parts] == [
-        ((1, 2, 3, 4), [], False), ((5,), [10, 11, 12], True)]
+        ((1, 2, 3, 4), [], False), ((5,), [], False), ((), [10, 11], False), ((), [12], True)]
+    only_stops = runner.slices(SearchDecision(stop=(1, 2), complete=True))
+    assert [(p.stop, p.new_trials, p.complete) for p in only_stops] == [((1, 2), (), True)]
     assert runner.slices(SearchDecision()) == [SearchDecision()]  # nothing to do: still one (the end is checked)

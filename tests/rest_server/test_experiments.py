@@ -126,7 +126,7 @@ async def test_a_decision_of_many_trials_is_applied_in_slices(api: Api, monkeypa
     """Seven new trials in slices of three: three writer transactions, each only if the experiment is where the one
     before left it, and every trial made with its job (ASHA's stops and replacements no longer hold the writer for
     hundreds of milliseconds: reports get in between)."""
-    monkeypatch.setattr(runner, "APPLY_SLICE", 3)
+    monkeypatch.setattr(runner, "NEW_TRIAL_SLICE", 3)
     parts: list[int] = []
     apply = runner.ExperimentRunner.apply
 
