@@ -245,7 +245,8 @@ class Launcher:
                 if not job.state.is_terminal():
                     stopped.append(self._apply(s, job, StopRequested(self.clock(), by)))
             store_jobs.save_jobs(s, stopped)
-            wakeups.jobs_changed(s, [job.id for job in stopped])
+            for job in stopped:
+                wakeups.job_changed(s, job.id)
         for job in stopped:
             log.info("job stop requested job=%s by=%s state=%s", job.key, by, job.state.value)
         return stopped

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from sqlalchemy import Table, bindparam, case, delete, func, insert, literal, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from sqlalchemy.sql import Select
@@ -25,6 +24,7 @@ from sqlalchemy.sql import Select
 from pai.domain.errors import ConflictExperimentError, NoExperimentError, NoTrialError
 from pai.domain.states import JobState
 from pai.store import jobs
+from pai.store.dialects import insert_new
 from pai.store.schema import ExperimentRow, JobRow, TrialRow
 
 UNENDED = ("WAITING", "RUNNING")  # the trial states that follow their job (pai.domain.experiment.TrialState)
@@ -147,8 +147,10 @@ def delete_experiment(s: Session, experiment_id: int) -> list[str]:
     return job_ids
 
 
-_INSERT_TRIAL = {dialect: insert(cast(Table, TrialRow.__table__)).on_conflict_do_nothing().returning(TrialRow.id)
-                 for dialect, insert in (("postgresql", postgresql.insert), ("sqlite", sqlite.insert))}
+# Core statements on the table, built once: the ORM's UPDATE of an entity costs several times the statement, and a
+# decision's slices run them on the writer thread
+_TRIALS = cast(Table, TrialRow.__table__)
+_INSERT_TRIAL = insert_new(_TRIALS, _TRIALS.c.id)
 
 
 def add_trial(s: Session, experiment_id: int, number: int, hparams: dict[str, Any], token_hash: str, *,
@@ -194,9 +196,6 @@ def trials_of(s: Session, experiment_id: int) -> list[Trial]:
     return [_trial(row) for row in s.scalars(query)]
 
 
-# Core statements on the table, built once: the ORM's UPDATE of an entity costs several times the statement, and a
-# decision's slices run them on the writer thread
-_TRIALS = cast(Table, TrialRow.__table__)
 _BY_TRIAL = _TRIALS.c.id == bindparam("trial")
 _SET_JOB = update(_TRIALS).where(_BY_TRIAL).values(job_id=bindparam("job"))
 _SET_STATE = update(_TRIALS).where(_BY_TRIAL).values(state=bindparam("new_state"), stopped_by=bindparam("by"))
@@ -294,8 +293,6 @@ def unended_trials(s: Session) -> list[TrialJob]:
     return [TrialJob(r.id, r.experiment_id, r.number, r.state, r.stopped_by, r.job_state,
                      None if r.user_name is None else f"{r.user_name}~{r.name}")
             for r in s.execute(_UNENDED_TRIALS)]
-
-
 
 
 def set_trial_states(s: Session, changes: Sequence[tuple[int, str, str | None]]) -> None:

@@ -13,7 +13,6 @@ from dataclasses import replace
 from typing import Any, cast
 
 from sqlalchemy import Select, Table, bindparam, delete, insert, or_, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, selectinload
 
 from pai.domain.errors import ConflictJobError, NoJobError
@@ -21,6 +20,7 @@ from pai.domain.job import Job, Task
 from pai.domain.states import JobState, TaskState
 from pai.store import keyword, sealing
 from pai.store.codec import spec_from_dict, spec_to_dict, task_from_row, task_to_row, update_task_row
+from pai.store.dialects import insert_new
 from pai.store.history import add_event, finish_attempt, list_attempts, list_events, record_attempt
 from pai.store.keyring import Keyring
 from pai.store.schema import JobRow, TaskRow
@@ -128,8 +128,7 @@ def rows_of(job: Job, config_text: str, keyring: Keyring | None = None) -> tuple
 # the writer's path. ON CONFLICT DO NOTHING instead of a SAVEPOINT around the insert: a name taken inserts nothing
 # (RETURNING says so) and leaves the transaction as it was, on PostgreSQL too.
 _JOBS, _TASKS = cast(Table, JobRow.__table__), cast(Table, TaskRow.__table__)
-_INSERT_JOB = {dialect: insert(_JOBS).on_conflict_do_nothing().returning(_JOBS.c.id)
-               for dialect, insert in (("postgresql", postgresql.insert), ("sqlite", sqlite.insert))}
+_INSERT_JOB = insert_new(_JOBS, _JOBS.c.id)
 _INSERT_TASKS = insert(_TASKS)
 
 

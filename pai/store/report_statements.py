@@ -15,9 +15,10 @@ from functools import cache, lru_cache
 from typing import Any, cast
 
 from sqlalchemy import BigInteger, BindParameter, Double, Table, and_, bindparam, case, func, or_, select, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection
 
+from pai.store.dialects import insert_new
 from pai.store.schema import ExperimentRow, TrialMetricRow, TrialRow
 
 _METRICS, _TRIALS = cast(Table, TrialMetricRow.__table__), cast(Table, TrialRow.__table__)
@@ -25,8 +26,7 @@ _EXPERIMENTS = cast(Table, ExperimentRow.__table__)
 # Built once (a report is the hottest write of an experiment): Core statements on the tables, compiled once per
 # dialect and cached by SQLAlchemy. RETURNING names the rows inserted (a conflicting one returns nothing): a rowcount
 # is not reliable on every driver.
-INSERTS = {dialect: insert(_METRICS).on_conflict_do_nothing().returning(_METRICS.c.name)
-           for dialect, insert in (("postgresql", postgresql.insert), ("sqlite", sqlite.insert))}
+INSERTS = insert_new(_METRICS, _METRICS.c.name)
 
 
 @cache
@@ -54,9 +54,7 @@ def move(smaller: bool | None, *, guarded: bool) -> Any:
     return statement
 
 
-INSERTS_KEYED = {dialect: insert(_METRICS).on_conflict_do_nothing().returning(
-    _METRICS.c.trial_id, _METRICS.c.step, _METRICS.c.name) for dialect, insert in (
-    ("postgresql", postgresql.insert), ("sqlite", sqlite.insert))}
+INSERTS_KEYED = insert_new(_METRICS, _METRICS.c.trial_id, _METRICS.c.step, _METRICS.c.name)
 # The batch's trials by their tokens' digests, each with its experiment's searcher metric and direction read out of
 # the spec by the database (one statement, no spec decoded here: a batch is often a single report)
 HOLDERS_OF = (select(_TRIALS.c.id, _TRIALS.c.experiment_id, _TRIALS.c.token_hash, _TRIALS.c.points,

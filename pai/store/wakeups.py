@@ -11,7 +11,6 @@ A payload is ``<kind>:<key>`` (``job:<id>``, ``node:<name>``, ``cluster:``), wel
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import bindparam, func, select
@@ -42,12 +41,6 @@ def parse(payload: str) -> Wakeup | None:
 def job_changed(s: Session, job_id: str) -> None:
     """A job was submitted, stopped or given another priority: the leader's next pass looks at it."""
     _notify(s, Wakeup(JOB, job_id))
-
-
-def jobs_changed(s: Session, job_ids: Sequence[str]) -> None:
-    """``job_changed`` of several jobs (a searcher's stops)."""
-    for job_id in job_ids:
-        job_changed(s, job_id)
 
 
 def node_changed(s: Session, name: str) -> None:
